@@ -1,0 +1,170 @@
+//! Connectors: named sets of tools the sandbox sees as one global each.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use std::fmt;
+
+/// Whether a tool's result is kept for replay or the tool runs again on every pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReplayPolicy {
+    /// Record the result; later passes return it without running the tool.
+    #[default]
+    Log,
+    /// Record only seq and arguments; run the tool again on every pass.
+    Reexecute,
+}
+
+/// Everything the runtime and the model need to know about one tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The method name the sandbox sees (a valid identifier).
+    pub name: String,
+    /// What it does.
+    pub description: Option<String>,
+    /// JSON Schema for its one argument (an open object when absent).
+    pub input_schema: Value,
+    /// JSON Schema for its result, when known.
+    pub output_schema: Option<Value>,
+    /// Whether a person must approve each call.
+    pub requires_approval: bool,
+    /// The tool changes nothing, so running it twice is harmless.
+    pub read_only: bool,
+    /// How replay treats it.
+    pub replay: ReplayPolicy,
+    /// Whether the connector can revert it.
+    pub has_revert: bool,
+}
+
+impl ToolSpec {
+    /// A tool with an open-object input that, failing closed, requires approval.
+    pub fn new(name: impl Into<String>) -> Self {
+        ToolSpec {
+            name: name.into(),
+            description: None,
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            requires_approval: true,
+            read_only: false,
+            replay: ReplayPolicy::Log,
+            has_revert: false,
+        }
+    }
+}
+
+/// Identifies one call: together the two fields are an idempotency key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallContext {
+    /// The execution making the call.
+    pub execution_id: String,
+    /// The call's place in that execution's log.
+    pub seq: u64,
+}
+
+impl CallContext {
+    /// `"{execution_id}:{seq}"`: the same on every re-run of this call.
+    pub fn idempotency_key(&self) -> String {
+        format!("{}:{}", self.execution_id, self.seq)
+    }
+}
+
+/// How a pass ended, for [`Connector::on_pass_end`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassEndStatus {
+    /// The code returned.
+    Completed,
+    /// The code failed.
+    Error,
+    /// The pass stopped at an action that needs approval.
+    Paused,
+}
+
+/// The terminal status an execution reached, for [`Connector::dispose_execution`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecutionEndStatus {
+    /// Completed.
+    Completed,
+    /// Failed or expired while running.
+    Error,
+    /// Rejected or expired while paused.
+    Rejected,
+    /// Rolled back.
+    RolledBack,
+}
+
+/// An error a tool reports; its message reaches the model's code as a thrown `Error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    /// A tool error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError(message.into())
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl From<String> for ToolError {
+    fn from(s: String) -> Self {
+        ToolError(s)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(s: &str) -> Self {
+        ToolError(s.to_string())
+    }
+}
+
+/// A named set of tools: an MCP server, an OpenAPI API, or tools written in Rust.
+#[async_trait]
+pub trait Connector: Send + Sync {
+    /// The global name in the sandbox (a valid identifier, not `codemode`).
+    fn name(&self) -> &str;
+
+    /// Guidance for the model, shown by `codemode.describe(name)`.
+    fn instructions(&self) -> Option<String> {
+        None
+    }
+
+    /// The tools; read once when a runtime is built.
+    fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Runs one tool. `ctx` identifies the call across re-runs.
+    async fn execute(&self, method: &str, args: Value, ctx: CallContext)
+        -> Result<Value, ToolError>;
+
+    /// Compensates one applied call; only called for tools with `has_revert`.
+    async fn revert(
+        &self,
+        method: &str,
+        args: Value,
+        result: Value,
+        ctx: CallContext,
+    ) -> Result<(), ToolError> {
+        let _ = (args, result, ctx);
+        Err(ToolError(format!("{method} has no revert")))
+    }
+
+    /// Called after every pass, paused ones included; must be idempotent.
+    async fn on_pass_end(&self, execution_id: &str, status: PassEndStatus) -> Result<(), ToolError> {
+        let _ = (execution_id, status);
+        Ok(())
+    }
+
+    /// Called after a terminal transition, never after a pause; must be idempotent.
+    async fn dispose_execution(
+        &self,
+        execution_id: &str,
+        status: ExecutionEndStatus,
+    ) -> Result<(), ToolError> {
+        let _ = (execution_id, status);
+        Ok(())
+    }
+}

@@ -1,0 +1,49 @@
+//! Errors the runtime reports to its host (never to the model: the model gets outcomes).
+
+use crate::status::ExecutionStatus;
+use crate::store::StoreError;
+
+/// Why a runtime operation could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// No execution has this id in this runtime.
+    #[error("no execution with id {0:?} in this runtime; list them with executions()")]
+    UnknownExecution(String),
+    /// The operation needs another status.
+    #[error("execution {id} is {status}; {operation} needs it to be {expected}")]
+    WrongStatus {
+        /// The execution.
+        id: String,
+        /// Its status.
+        status: ExecutionStatus,
+        /// What was asked.
+        operation: &'static str,
+        /// What it needs.
+        expected: &'static str,
+    },
+    /// Another node (or call) changed the execution first.
+    #[error("execution {id} was already {what} by another node or request")]
+    AlreadyHandled {
+        /// The execution.
+        id: String,
+        /// What happened to it.
+        what: &'static str,
+    },
+    /// The execution was started with connectors this runtime no longer has.
+    #[error("execution {id} cannot resume: connector(s) {} configured when it started are missing now; configure them again, then retry", .missing.join(", "))]
+    MissingConnectors {
+        /// The execution.
+        id: String,
+        /// The missing connector names.
+        missing: Vec<String>,
+    },
+    /// A connector or tool cannot be registered.
+    #[error("invalid connector configuration: {0}")]
+    InvalidConnector(String),
+    /// A snippet cannot be saved or found.
+    #[error("snippet: {0}")]
+    Snippet(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,106 @@
+//! The boundary between the runtime and a sandbox engine.
+//!
+//! An [`Executor`] runs model code once, in a fresh sandbox, with one global per
+//! [`Namespace`]. Every call the code makes on a namespace goes to the [`Host`], which
+//! answers with a [`HostReply`]. The executor knows nothing of logs, replay or approvals.
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The namespace of the platform SDK (`codemode.search`, `describe`, `step`, `run`).
+pub const SDK_NAMESPACE: &str = "codemode";
+
+/// A global the sandbox exposes: `name.method(args)` becomes a [`HostCall`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespace {
+    /// The global's name (a valid identifier, checked by the runtime).
+    pub name: String,
+    /// The callable methods.
+    pub methods: Vec<String>,
+}
+
+/// What the executor is asked to run.
+#[derive(Debug, Clone)]
+pub struct ExecuteRequest {
+    /// The model's code, in any accepted form (the executor normalises it).
+    pub code: String,
+    /// The connector namespaces, besides `codemode`.
+    pub namespaces: Vec<Namespace>,
+}
+
+/// One call from the sandbox to the host.
+///
+/// Connector calls carry the one argument the code passed (`{}` when none). The SDK
+/// namespace `codemode` uses these methods and argument shapes:
+/// - `search {query}`, `describe {target}`: answered with a value;
+/// - `step {name}`: answered with `{replay: true, value}` (return `value` without running the
+///   closure) or `{replay: false, seq}` (run the closure, then report it);
+/// - `step_result {seq, value}` / `step_error {seq, error}`: the closure's outcome;
+/// - `run {name, input}`: answered with [`HostReply::RunCode`] or a value (`{error}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostCall {
+    /// The namespace (connector name or `codemode`).
+    pub namespace: String,
+    /// The method.
+    pub method: String,
+    /// The argument, as JSON.
+    pub args: Value,
+}
+
+/// How the host answers a [`HostCall`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostReply {
+    /// Resolve the call's promise with this value.
+    Value(Value),
+    /// Reject the call's promise with an `Error` carrying this message (catchable).
+    Throw(String),
+    /// Stop the pass for good: no more code runs, nothing in the sandbox can catch it.
+    Abort,
+    /// Run this code (a saved snippet) as an async function of `input` and resolve with its result.
+    RunCode {
+        /// The snippet's source, in any accepted form.
+        code: String,
+        /// The value bound to `input` inside the snippet.
+        input: Value,
+    },
+}
+
+/// The host side of a pass: the runtime implements it.
+pub trait Host: Send + Sync {
+    /// Answers one call from the sandbox.
+    fn call(&self, call: HostCall) -> BoxFuture<'_, HostReply>;
+}
+
+/// How a pass ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PassEnd {
+    /// The code returned this value (`undefined` as `null`).
+    Returned(Value),
+    /// The code threw, did not parse, or hit a limit; the message says what and where.
+    Failed(String),
+    /// The host answered [`HostReply::Abort`]; the pass stopped there.
+    Aborted,
+}
+
+/// What one pass produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecuteResult {
+    /// How it ended.
+    pub end: PassEnd,
+    /// Captured console output, one line per call.
+    pub logs: Vec<String>,
+}
+
+/// A sandbox engine that runs model code once.
+#[async_trait]
+pub trait Executor: Send + Sync {
+    /// Runs one pass; failures are reported in the result, never as a panic.
+    async fn execute(&self, request: ExecuteRequest, host: Arc<dyn Host>) -> ExecuteResult;
+
+    /// Names the executor reserves as globals (a connector may not use them).
+    fn reserved_globals(&self) -> &[&str] {
+        &[]
+    }
+}

@@ -1,0 +1,34 @@
+//! Code Mode: a model writes code against typed connector globals; this crate is the
+//! durable runtime behind it.
+//!
+//! The crate knows no engine, database or protocol. A sandbox engine implements
+//! [`Executor`], a database implements [`Store`], and a service implements [`Connector`].
+//! [`Runtime`] ties them together: it logs every connector call, replays the log on every
+//! pass, pauses for approval, and rolls back.
+
+pub mod connector;
+pub mod discovery;
+pub mod error;
+pub mod executor;
+pub mod model;
+pub mod status;
+pub mod store;
+pub mod value;
+
+pub use connector::{
+    CallContext, Connector, ExecutionEndStatus, PassEndStatus, ReplayPolicy, ToolError, ToolSpec,
+};
+pub use error::RuntimeError;
+pub use executor::{
+    ExecuteRequest, ExecuteResult, Executor, Host, HostCall, HostReply, Namespace, PassEnd,
+    SDK_NAMESPACE,
+};
+pub use model::{
+    now_ms, Execution, LogEntry, Outcome, PendingAction, RevertFailure, RollbackReport, Snippet,
+};
+pub use status::{EntryState, ExecutionStatus};
+pub use store::{Commit, Lease, Store, StoreError, Transition};
+pub use value::{
+    canonical_eq, truncate_result, truncate_text, TruncateOptions, DEFAULT_MAX_EXECUTIONS,
+    DEFAULT_PAUSED_TTL_MS, MAX_DURABLE_VALUE_CHARS,
+};

@@ -1,0 +1,189 @@
+//! The records the runtime keeps and the outcomes it returns.
+
+use crate::status::{EntryState, ExecutionStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One logged connector call or `codemode.step`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogEntry {
+    /// Position in the execution's call order, from 0.
+    pub seq: u64,
+    /// The connector name (`codemode` for steps).
+    pub connector: String,
+    /// The method name (`step` for steps).
+    pub method: String,
+    /// The arguments, as validated JSON.
+    pub args: Value,
+    /// The recorded result (absent while executing or pending, and for ephemeral entries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The recorded error message, when the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether the call needed a person's approval.
+    pub requires_approval: bool,
+    /// A `replay: reexecute` entry: its result is not stored and it runs on every pass.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ephemeral: bool,
+    /// What happened to the call.
+    pub state: EntryState,
+}
+
+/// One execution: the audit record of a `call(code)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Execution {
+    /// Stable id.
+    pub id: String,
+    /// The code as the model wrote it.
+    pub code: String,
+    /// Where it stands.
+    pub status: ExecutionStatus,
+    /// Every logged call, in seq order.
+    pub log: Vec<LogEntry>,
+    /// The completed result (or an omission message when it was too large to keep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The error message of a failed run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Console output of the last pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logs: Vec<String>,
+    /// The connector names configured when the execution started.
+    pub connectors: Vec<String>,
+    /// Epoch milliseconds.
+    pub created_at: i64,
+    /// Epoch milliseconds.
+    pub updated_at: i64,
+}
+
+/// An action waiting for a person.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingAction {
+    /// The paused execution.
+    pub execution_id: String,
+    /// The action's place in the log.
+    pub seq: u64,
+    /// The connector name.
+    pub connector: String,
+    /// The method name.
+    pub method: String,
+    /// The arguments the action will run with.
+    pub args: Value,
+}
+
+/// A saved script the model can run by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snippet {
+    /// Unique name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The source code.
+    pub code: String,
+    /// Epoch milliseconds.
+    pub saved_at: i64,
+    /// JSON Schema for the `input` it takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    /// The connector names of its source execution.
+    #[serde(default)]
+    pub connectors: Vec<String>,
+}
+
+/// What `call` and `approve` return: never an exception for anything the model did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The code returned.
+    #[serde(rename_all = "camelCase")]
+    Completed {
+        /// The execution.
+        execution_id: String,
+        /// The result as the model should see it (after `transform_result`).
+        result: Value,
+        /// Console output.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        logs: Vec<String>,
+    },
+    /// The code reached an action that needs approval.
+    #[serde(rename_all = "camelCase")]
+    Paused {
+        /// The execution.
+        execution_id: String,
+        /// What waits for approval.
+        pending: Vec<PendingAction>,
+    },
+    /// The code failed, replay diverged, or a limit was hit.
+    #[serde(rename_all = "camelCase")]
+    Error {
+        /// The execution.
+        execution_id: String,
+        /// What went wrong and how to fix it.
+        error: String,
+        /// Console output.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        logs: Vec<String>,
+    },
+}
+
+impl Outcome {
+    /// The execution this outcome belongs to.
+    pub fn execution_id(&self) -> &str {
+        match self {
+            Outcome::Completed { execution_id, .. }
+            | Outcome::Paused { execution_id, .. }
+            | Outcome::Error { execution_id, .. } => execution_id,
+        }
+    }
+
+    /// The status the outcome reports.
+    pub fn status(&self) -> ExecutionStatus {
+        match self {
+            Outcome::Completed { .. } => ExecutionStatus::Completed,
+            Outcome::Paused { .. } => ExecutionStatus::Paused,
+            Outcome::Error { .. } => ExecutionStatus::Error,
+        }
+    }
+}
+
+/// What a rollback did, entry by entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RollbackReport {
+    /// The execution.
+    pub execution_id: String,
+    /// Seqs reverted, newest first.
+    pub reverted: Vec<u64>,
+    /// Seqs left applied because the tool has no revert or its connector is gone.
+    pub skipped: Vec<u64>,
+    /// Reverts that failed, with their messages.
+    pub failed: Vec<RevertFailure>,
+    /// The status after the rollback.
+    pub status: ExecutionStatus,
+}
+
+/// One revert that failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevertFailure {
+    /// The entry.
+    pub seq: u64,
+    /// `connector.method`.
+    pub path: String,
+    /// Why it failed.
+    pub error: String,
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,211 @@
+//! The execution statuses and log-entry states, and the one table of legal transitions for each.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Where an execution stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionStatus {
+    /// A pass is running (or a node died while running one).
+    Running,
+    /// Waiting for a person to approve or reject a pending action.
+    Paused,
+    /// The code returned a value.
+    Completed,
+    /// The code threw, replay diverged, a limit was hit, or a stale run was expired.
+    Error,
+    /// A pending action was rejected, or a stale pause expired.
+    Rejected,
+    /// At least one applied action was reverted.
+    RolledBack,
+}
+
+/// What happened to one logged call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryState {
+    /// Marked before the connector runs; left so by a crash, it runs again with the same key.
+    Executing,
+    /// The result is recorded; replay returns it.
+    Applied,
+    /// Waiting for approval; nothing ran yet.
+    Pending,
+    /// Compensated by the tool's revert.
+    Reverted,
+    /// The call failed; replay throws the recorded error again.
+    Error,
+}
+
+/// Every legal execution transition, as `(from, to)`. Nothing else is allowed.
+pub const EXECUTION_TRANSITIONS: &[(ExecutionStatus, ExecutionStatus)] = {
+    use ExecutionStatus::*;
+    &[
+        (Running, Completed),
+        (Running, Paused),
+        (Running, Error),
+        // A run left by a dead node is taken over again by lease.
+        (Running, Running),
+        (Paused, Running),
+        (Paused, Rejected),
+        (Paused, RolledBack),
+        (Completed, RolledBack),
+        (Error, RolledBack),
+        (Rejected, RolledBack),
+    ]
+};
+
+/// Every legal log-entry transition, as `(from, to)`; `None` is a new entry.
+pub const ENTRY_TRANSITIONS: &[(Option<EntryState>, EntryState)] = {
+    use EntryState::*;
+    &[
+        (None, Executing),
+        (None, Applied),
+        (None, Pending),
+        (None, Error),
+        (Some(Executing), Applied),
+        (Some(Executing), Error),
+        // A crash left it executing: the next pass runs it again with the same key.
+        (Some(Executing), Executing),
+        (Some(Pending), Executing),
+        (Some(Applied), Reverted),
+    ]
+};
+
+impl ExecutionStatus {
+    /// All statuses, for tables and tests.
+    pub const ALL: [ExecutionStatus; 6] = [
+        Self::Running,
+        Self::Paused,
+        Self::Completed,
+        Self::Error,
+        Self::Rejected,
+        Self::RolledBack,
+    ];
+
+    /// Whether the transition `self -> to` is in the table.
+    pub fn can_become(self, to: ExecutionStatus) -> bool {
+        EXECUTION_TRANSITIONS.contains(&(self, to))
+    }
+
+    /// Whether no pass will ever run for this execution again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Completed | Self::Error | Self::Rejected | Self::RolledBack
+        )
+    }
+
+    /// The name used in JSON and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Paused => "paused",
+            Self::Completed => "completed",
+            Self::Error => "error",
+            Self::Rejected => "rejected",
+            Self::RolledBack => "rolled_back",
+        }
+    }
+
+    /// Parses the name used in JSON and in the store.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+impl EntryState {
+    /// All states, for tables and tests.
+    pub const ALL: [EntryState; 5] = [
+        Self::Executing,
+        Self::Applied,
+        Self::Pending,
+        Self::Reverted,
+        Self::Error,
+    ];
+
+    /// Whether `from -> self` is in the table (`from` is `None` for a new entry).
+    pub fn can_follow(self, from: Option<EntryState>) -> bool {
+        ENTRY_TRANSITIONS.contains(&(from, self))
+    }
+
+    /// The name used in JSON and in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Executing => "executing",
+            Self::Applied => "applied",
+            Self::Pending => "pending",
+            Self::Reverted => "reverted",
+            Self::Error => "error",
+        }
+    }
+
+    /// Parses the name used in JSON and in the store.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+impl fmt::Display for ExecutionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for EntryState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_execution_pair_is_legal_exactly_when_tabled() {
+        let mut legal = 0;
+        for from in ExecutionStatus::ALL {
+            for to in ExecutionStatus::ALL {
+                let expected = EXECUTION_TRANSITIONS.contains(&(from, to));
+                assert_eq!(from.can_become(to), expected, "{from} -> {to}");
+                legal += usize::from(expected);
+                if from.is_terminal() && from != ExecutionStatus::RolledBack {
+                    // A terminal run can only be rolled back, never run again.
+                    assert!(!from.can_become(ExecutionStatus::Running));
+                }
+            }
+        }
+        assert_eq!(legal, EXECUTION_TRANSITIONS.len());
+        assert!(!ExecutionStatus::RolledBack.can_become(ExecutionStatus::RolledBack));
+        assert!(!ExecutionStatus::Completed.can_become(ExecutionStatus::Running));
+    }
+
+    #[test]
+    fn every_entry_pair_is_legal_exactly_when_tabled() {
+        let froms = std::iter::once(None).chain(EntryState::ALL.into_iter().map(Some));
+        let mut legal = 0;
+        for from in froms {
+            for to in EntryState::ALL {
+                let expected = ENTRY_TRANSITIONS.contains(&(from, to));
+                assert_eq!(to.can_follow(from), expected, "{from:?} -> {to}");
+                legal += usize::from(expected);
+            }
+        }
+        assert_eq!(legal, ENTRY_TRANSITIONS.len());
+        assert!(!EntryState::Executing.can_follow(Some(EntryState::Applied)));
+        assert!(!EntryState::Applied.can_follow(Some(EntryState::Reverted)));
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for s in ExecutionStatus::ALL {
+            assert_eq!(ExecutionStatus::parse(s.as_str()), Some(s));
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        for s in EntryState::ALL {
+            assert_eq!(EntryState::parse(s.as_str()), Some(s));
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+    }
+}
