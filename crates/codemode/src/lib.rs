@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod error;
 pub mod executor;
 pub mod model;
+pub mod policy;
 pub mod status;
 pub mod store;
 pub mod value;
