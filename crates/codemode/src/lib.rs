@@ -11,6 +11,8 @@ pub mod discovery;
 pub mod error;
 pub mod executor;
 pub mod model;
+pub mod runtime;
+pub mod rust_connector;
 pub mod policy;
 pub mod status;
 pub mod store;
@@ -33,3 +35,5 @@ pub use value::{
     canonical_eq, truncate_result, truncate_text, TruncateOptions, DEFAULT_MAX_EXECUTIONS,
     DEFAULT_PAUSED_TTL_MS, MAX_DURABLE_VALUE_CHARS,
 };
+pub use runtime::{Runtime, RuntimeBuilder, SaveSnippet, TransformResult};
+pub use rust_connector::{RustConnector, RustTool};

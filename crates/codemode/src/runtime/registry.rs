@@ -1,0 +1,161 @@
+//! The connectors a runtime was built with, checked once, with compiled input validators.
+
+use crate::connector::{Connector, ReplayPolicy, ToolSpec};
+use crate::error::RuntimeError;
+use crate::executor::Namespace;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One tool, ready to call.
+pub(crate) struct RegisteredTool {
+    pub spec: ToolSpec,
+    validator: jsonschema::Validator,
+}
+
+/// One connector and its tools by name.
+pub(crate) struct RegisteredConnector {
+    pub connector: Arc<dyn Connector>,
+    pub tools: HashMap<String, RegisteredTool>,
+    /// Tool names in the connector's order.
+    pub order: Vec<String>,
+}
+
+/// Every connector by name, validated at build time.
+pub(crate) struct Registry {
+    pub connectors: HashMap<String, RegisteredConnector>,
+    /// Connector names in configuration order.
+    pub names: Vec<String>,
+}
+
+impl Registry {
+    /// Checks names, schemas and policies; the first problem is an error that names it.
+    pub fn build(
+        connectors: Vec<Arc<dyn Connector>>,
+        reserved: &[&str],
+    ) -> Result<Registry, RuntimeError> {
+        let mut registry = Registry {
+            connectors: HashMap::new(),
+            names: Vec::new(),
+        };
+        for connector in connectors {
+            let name = connector.name().to_string();
+            check_connector_name(&name, reserved)?;
+            if registry.connectors.contains_key(&name) {
+                return Err(RuntimeError::InvalidConnector(format!(
+                    "two connectors are named {name:?}; connector names must be unique"
+                )));
+            }
+            let mut tools = HashMap::new();
+            let mut order = Vec::new();
+            for spec in connector.tools() {
+                let tool = register_tool(&name, spec)?;
+                if tools.contains_key(&tool.spec.name) {
+                    return Err(RuntimeError::InvalidConnector(format!(
+                        "{name} has two tools named {:?}",
+                        tool.spec.name
+                    )));
+                }
+                order.push(tool.spec.name.clone());
+                tools.insert(tool.spec.name.clone(), tool);
+            }
+            registry.names.push(name.clone());
+            registry.connectors.insert(
+                name,
+                RegisteredConnector {
+                    connector,
+                    tools,
+                    order,
+                },
+            );
+        }
+        Ok(registry)
+    }
+
+    /// The namespaces the sandbox exposes.
+    pub fn namespaces(&self) -> Vec<Namespace> {
+        self.names
+            .iter()
+            .map(|name| Namespace {
+                name: name.clone(),
+                methods: self.connectors[name].order.clone(),
+            })
+            .collect()
+    }
+
+    /// Looks a tool up.
+    pub fn tool(&self, connector: &str, method: &str) -> Option<(&RegisteredConnector, &RegisteredTool)> {
+        let c = self.connectors.get(connector)?;
+        Some((c, c.tools.get(method)?))
+    }
+
+    /// The connectors of `recorded` this registry lacks.
+    pub fn missing(&self, recorded: &[String]) -> Vec<String> {
+        recorded
+            .iter()
+            .filter(|n| !self.connectors.contains_key(n.as_str()))
+            .cloned()
+            .collect()
+    }
+}
+
+impl RegisteredTool {
+    /// Validates `args`; the message says which field and why.
+    pub fn validate(&self, connector: &str, args: &Value) -> Result<(), String> {
+        if self.validator.is_valid(args) {
+            return Ok(());
+        }
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(args)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path.to_string();
+                if at.is_empty() {
+                    format!("{e}")
+                } else {
+                    format!("at {at}: {e}")
+                }
+            })
+            .collect();
+        Err(format!(
+            "{connector}.{}: invalid input: {}. See codemode.describe(\"{connector}.{}\") for the input type.",
+            self.spec.name,
+            problems.join("; "),
+            self.spec.name
+        ))
+    }
+}
+
+fn register_tool(connector: &str, spec: ToolSpec) -> Result<RegisteredTool, RuntimeError> {
+    if !crate::discovery::is_valid_identifier(&spec.name) {
+        return Err(RuntimeError::InvalidConnector(format!(
+            "{connector}: tool name {:?} is not a valid JavaScript identifier; sanitise it (letters, digits, _ and $, not starting with a digit)",
+            spec.name
+        )));
+    }
+    if spec.requires_approval && spec.replay == ReplayPolicy::Reexecute {
+        return Err(RuntimeError::InvalidConnector(format!(
+            "{connector}.{}: a tool that requires approval cannot use replay: reexecute (an approved action would run again on every pass)",
+            spec.name
+        )));
+    }
+    let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| {
+        RuntimeError::InvalidConnector(format!(
+            "{connector}.{}: the input schema is not valid JSON Schema: {e}",
+            spec.name
+        ))
+    })?;
+    Ok(RegisteredTool { spec, validator })
+}
+
+fn check_connector_name(name: &str, reserved: &[&str]) -> Result<(), RuntimeError> {
+    crate::discovery::check_connector_name(name)
+        .map_err(|e| RuntimeError::InvalidConnector(e.to_string()))?;
+    if reserved.contains(&name) {
+        return Err(RuntimeError::InvalidConnector(format!(
+            "connector name {name:?} would shadow the sandbox global of the same name; choose another"
+        )));
+    }
+    Ok(())
+}
