@@ -137,8 +137,12 @@ pub trait Connector: Send + Sync {
     fn tools(&self) -> Vec<ToolSpec>;
 
     /// Runs one tool. `ctx` identifies the call across re-runs.
-    async fn execute(&self, method: &str, args: Value, ctx: CallContext)
-        -> Result<Value, ToolError>;
+    async fn execute(
+        &self,
+        method: &str,
+        args: Value,
+        ctx: CallContext,
+    ) -> Result<Value, ToolError>;
 
     /// Compensates one applied call; only called for tools with `has_revert`.
     async fn revert(
@@ -153,7 +157,11 @@ pub trait Connector: Send + Sync {
     }
 
     /// Called after every pass, paused ones included; must be idempotent.
-    async fn on_pass_end(&self, execution_id: &str, status: PassEndStatus) -> Result<(), ToolError> {
+    async fn on_pass_end(
+        &self,
+        execution_id: &str,
+        status: PassEndStatus,
+    ) -> Result<(), ToolError> {
         let _ = (execution_id, status);
         Ok(())
     }

@@ -11,9 +11,9 @@ pub mod discovery;
 pub mod error;
 pub mod executor;
 pub mod model;
+pub mod policy;
 pub mod runtime;
 pub mod rust_connector;
-pub mod policy;
 pub mod status;
 pub mod store;
 pub mod value;
@@ -29,11 +29,11 @@ pub use executor::{
 pub use model::{
     now_ms, Execution, LogEntry, Outcome, PendingAction, RevertFailure, RollbackReport, Snippet,
 };
+pub use runtime::{Runtime, RuntimeBuilder, SaveSnippet, TransformResult};
+pub use rust_connector::{RustConnector, RustTool};
 pub use status::{EntryState, ExecutionStatus};
 pub use store::{Commit, Lease, Store, StoreError, Transition};
 pub use value::{
     canonical_eq, truncate_result, truncate_text, TruncateOptions, DEFAULT_MAX_EXECUTIONS,
     DEFAULT_PAUSED_TTL_MS, MAX_DURABLE_VALUE_CHARS,
 };
-pub use runtime::{Runtime, RuntimeBuilder, SaveSnippet, TransformResult};
-pub use rust_connector::{RustConnector, RustTool};

@@ -44,10 +44,16 @@ pub struct Catalog {
 
 impl Catalog {
     pub fn new(infos: Vec<ConnectorInfo>) -> Result<Catalog, String> {
-        Ok(Catalog { names: infos.into_iter().map(|i| i.name).collect() })
+        Ok(Catalog {
+            names: infos.into_iter().map(|i| i.name).collect(),
+        })
     }
     pub fn search(&self, _q: &str, _s: &[Snippet]) -> SearchOutput {
-        SearchOutput { results: vec![], total: 0, truncated: false }
+        SearchOutput {
+            results: vec![],
+            total: 0,
+            truncated: false,
+        }
     }
     pub fn describe(&self, t: &str, _s: &[Snippet]) -> Result<DescribeOutput, String> {
         Err(format!("unknown {t}"))

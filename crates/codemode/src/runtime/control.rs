@@ -26,8 +26,15 @@ pub struct SaveSnippet {
 
 impl Runtime {
     /// Pending actions, newest first; of one execution when `execution_id` is given.
-    pub async fn pending(&self, execution_id: Option<&str>) -> Result<Vec<PendingAction>, RuntimeError> {
-        Ok(self.inner.store.pending(&self.inner.name, execution_id).await?)
+    pub async fn pending(
+        &self,
+        execution_id: Option<&str>,
+    ) -> Result<Vec<PendingAction>, RuntimeError> {
+        Ok(self
+            .inner
+            .store
+            .pending(&self.inner.name, execution_id)
+            .await?)
     }
 
     /// Rejects the pending action `seq`; the execution ends `rejected`. Undoes nothing.
@@ -42,10 +49,16 @@ impl Runtime {
             return Ok(false);
         }
         let won = self
-            .transition(execution_id, ExecutionStatus::Paused, ExecutionStatus::Rejected, None)
+            .transition(
+                execution_id,
+                ExecutionStatus::Paused,
+                ExecutionStatus::Rejected,
+                None,
+            )
             .await?;
         if won {
-            self.dispose(execution_id, ExecutionEndStatus::Rejected).await;
+            self.dispose(execution_id, ExecutionEndStatus::Rejected)
+                .await;
         }
         Ok(won)
     }
@@ -74,7 +87,8 @@ impl Runtime {
             if entry.state != EntryState::Applied || entry.connector == crate::SDK_NAMESPACE {
                 continue;
             }
-            let Some((registered, tool)) = inner.registry.tool(&entry.connector, &entry.method) else {
+            let Some((registered, tool)) = inner.registry.tool(&entry.connector, &entry.method)
+            else {
                 report.skipped.push(entry.seq);
                 continue;
             };
@@ -118,11 +132,17 @@ impl Runtime {
         }
         if !report.reverted.is_empty() && execution.status.can_become(ExecutionStatus::RolledBack) {
             let won = self
-                .transition(execution_id, execution.status, ExecutionStatus::RolledBack, None)
+                .transition(
+                    execution_id,
+                    execution.status,
+                    ExecutionStatus::RolledBack,
+                    None,
+                )
                 .await?;
             if won {
                 report.status = ExecutionStatus::RolledBack;
-                self.dispose(execution_id, ExecutionEndStatus::RolledBack).await;
+                self.dispose(execution_id, ExecutionEndStatus::RolledBack)
+                    .await;
             }
         }
         Ok(report)
@@ -134,7 +154,10 @@ impl Runtime {
         let inner = &self.inner;
         let now = now_ms();
         let before = now - max_age.as_millis() as i64;
-        let stale = inner.store.stale_executions(&inner.name, before, now).await?;
+        let stale = inner
+            .store
+            .stale_executions(&inner.name, before, now)
+            .await?;
         let mut expired = Vec::new();
         for (id, status) in stale {
             let (to, end, error) = match status {
@@ -146,7 +169,10 @@ impl Runtime {
                 ExecutionStatus::Running => (
                     ExecutionStatus::Error,
                     ExecutionEndStatus::Error,
-                    format!("expired: the pass did not finish within {} ms (its node stopped)", max_age.as_millis()),
+                    format!(
+                        "expired: the pass did not finish within {} ms (its node stopped)",
+                        max_age.as_millis()
+                    ),
                 ),
                 _ => continue,
             };
@@ -160,7 +186,11 @@ impl Runtime {
 
     /// Executions newest first (the audit trail), at most `limit`.
     pub async fn executions(&self, limit: Option<usize>) -> Result<Vec<Execution>, RuntimeError> {
-        Ok(self.inner.store.executions(&self.inner.name, limit, None).await?)
+        Ok(self
+            .inner
+            .store
+            .executions(&self.inner.name, limit, None)
+            .await?)
     }
 
     /// Executions of one status, newest first.
@@ -169,7 +199,11 @@ impl Runtime {
         status: ExecutionStatus,
         limit: Option<usize>,
     ) -> Result<Vec<Execution>, RuntimeError> {
-        Ok(self.inner.store.executions(&self.inner.name, limit, Some(status)).await?)
+        Ok(self
+            .inner
+            .store
+            .executions(&self.inner.name, limit, Some(status))
+            .await?)
     }
 
     /// One execution with its log.
@@ -179,7 +213,12 @@ impl Runtime {
 
     /// Deletes one execution; a non-terminal one has its resources disposed.
     pub async fn delete_execution(&self, id: &str) -> Result<bool, RuntimeError> {
-        match self.inner.store.delete_execution(&self.inner.name, id).await? {
+        match self
+            .inner
+            .store
+            .delete_execution(&self.inner.name, id)
+            .await?
+        {
             None => Ok(false),
             Some(status) => {
                 match status {
@@ -194,11 +233,19 @@ impl Runtime {
 
     /// Keeps the newest `keep` terminal executions; returns how many were deleted.
     pub async fn prune_executions(&self, keep: usize) -> Result<usize, RuntimeError> {
-        Ok(self.inner.store.prune_executions(&self.inner.name, keep).await?)
+        Ok(self
+            .inner
+            .store
+            .prune_executions(&self.inner.name, keep)
+            .await?)
     }
 
     /// Saves an execution's code as a snippet the model can run by name.
-    pub async fn save_snippet(&self, name: &str, options: SaveSnippet) -> Result<Snippet, RuntimeError> {
+    pub async fn save_snippet(
+        &self,
+        name: &str,
+        options: SaveSnippet,
+    ) -> Result<Snippet, RuntimeError> {
         let inner = &self.inner;
         check_snippet_name(name)?;
         let execution = self.load(&options.execution_id).await?;
@@ -210,7 +257,9 @@ impl Runtime {
         }
         if let Some(schema) = &options.input_schema {
             jsonschema::validator_for(schema).map_err(|e| {
-                RuntimeError::Snippet(format!("the input schema of {name:?} is not valid JSON Schema: {e}"))
+                RuntimeError::Snippet(format!(
+                    "the input schema of {name:?} is not valid JSON Schema: {e}"
+                ))
             })?;
         }
         if !options.replace && inner.store.snippet(&inner.name, name).await?.is_some() {
@@ -237,7 +286,11 @@ impl Runtime {
 
     /// Deletes a snippet; returns whether it existed.
     pub async fn delete_snippet(&self, name: &str) -> Result<bool, RuntimeError> {
-        Ok(self.inner.store.delete_snippet(&self.inner.name, name).await?)
+        Ok(self
+            .inner
+            .store
+            .delete_snippet(&self.inner.name, name)
+            .await?)
     }
 
     async fn transition(
@@ -269,7 +322,10 @@ impl Runtime {
 fn check_snippet_name(name: &str) -> Result<(), RuntimeError> {
     let ok = !name.is_empty()
         && name.len() <= 100
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
@@ -283,7 +339,11 @@ fn check_snippet_name(name: &str) -> Result<(), RuntimeError> {
 }
 
 /// Checks a snippet's input against its schema; the message says which field and why.
-pub(super) fn validate_snippet_input(name: &str, schema: &Value, input: &Value) -> Result<(), String> {
+pub(super) fn validate_snippet_input(
+    name: &str,
+    schema: &Value,
+    input: &Value,
+) -> Result<(), String> {
     let validator = jsonschema::validator_for(schema)
         .map_err(|e| format!("snippet {name:?} has an invalid input schema: {e}"))?;
     let problems: Vec<String> = validator
@@ -291,7 +351,11 @@ pub(super) fn validate_snippet_input(name: &str, schema: &Value, input: &Value) 
         .take(5)
         .map(|e| {
             let at = e.instance_path.to_string();
-            if at.is_empty() { e.to_string() } else { format!("at {at}: {e}") }
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("at {at}: {e}")
+            }
         })
         .collect();
     if problems.is_empty() {

@@ -61,7 +61,10 @@ impl RuntimeBuilder {
     }
 
     /// Reshapes completed results for the model, e.g. with [`crate::truncate_result`].
-    pub fn transform_result(mut self, transform: impl Fn(Value) -> Value + Send + Sync + 'static) -> Self {
+    pub fn transform_result(
+        mut self,
+        transform: impl Fn(Value) -> Value + Send + Sync + 'static,
+    ) -> Self {
         self.transform_result = Some(Arc::new(transform));
         self
     }
@@ -202,7 +205,13 @@ impl Runtime {
         let now = now_ms();
         let won = inner
             .store
-            .claim(&inner.name, execution_id, ExecutionStatus::Paused, &self.lease(now), now)
+            .claim(
+                &inner.name,
+                execution_id,
+                ExecutionStatus::Paused,
+                &self.lease(now),
+                now,
+            )
             .await?;
         if !won {
             return Err(RuntimeError::AlreadyHandled {
@@ -236,7 +245,13 @@ impl Runtime {
         let now = now_ms();
         let won = inner
             .store
-            .claim(&inner.name, execution_id, ExecutionStatus::Running, &self.lease(now), now)
+            .claim(
+                &inner.name,
+                execution_id,
+                ExecutionStatus::Running,
+                &self.lease(now),
+                now,
+            )
             .await?;
         if !won {
             return Err(RuntimeError::AlreadyHandled {

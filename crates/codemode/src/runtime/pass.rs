@@ -46,7 +46,9 @@ impl ReplayCursor {
         let mut seqs = std::mem::take(&mut self.dirty);
         seqs.sort_unstable();
         seqs.dedup();
-        seqs.into_iter().filter_map(|s| self.log.get(&s).cloned()).collect()
+        seqs.into_iter()
+            .filter_map(|s| self.log.get(&s).cloned())
+            .collect()
     }
 
     fn set(&mut self, entry: LogEntry) {
@@ -106,10 +108,23 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
             }];
             let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Paused, now);
             t.logs = Some(logs);
-            (t, Outcome::Paused { execution_id: id.clone(), pending })
+            (
+                t,
+                Outcome::Paused {
+                    execution_id: id.clone(),
+                    pending,
+                },
+            )
         }
-        (Some(Stop::Fail(error)), _) | (None, PassEnd::Failed(error)) => failed(&id, error, logs, now),
-        (None, PassEnd::Aborted) => failed(&id, "the sandbox stopped the pass without a reason".into(), logs, now),
+        (Some(Stop::Fail(error)), _) | (None, PassEnd::Failed(error)) => {
+            failed(&id, error, logs, now)
+        }
+        (None, PassEnd::Aborted) => failed(
+            &id,
+            "the sandbox stopped the pass without a reason".into(),
+            logs,
+            now,
+        ),
         (None, PassEnd::Returned(value)) => {
             let size = serialized_len(&value);
             let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Completed, now);
@@ -125,7 +140,14 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
                 Some(transform) => transform(value),
                 None => value,
             };
-            (t, Outcome::Completed { execution_id: id.clone(), result: shown, logs })
+            (
+                t,
+                Outcome::Completed {
+                    execution_id: id.clone(),
+                    result: shown,
+                    logs,
+                },
+            )
         }
     };
     let to = transition.to;
@@ -165,7 +187,14 @@ fn failed(id: &str, error: String, logs: Vec<String>, now: i64) -> (Transition, 
     let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Error, now);
     t.error = Some(error.clone());
     t.logs = Some(logs.clone());
-    (t, Outcome::Error { execution_id: id.to_string(), error, logs })
+    (
+        t,
+        Outcome::Error {
+            execution_id: id.to_string(),
+            error,
+            logs,
+        },
+    )
 }
 
 impl Host for PassHost {
@@ -187,7 +216,10 @@ enum Decision {
     Replay(Value),
     Rethrow(String),
     /// Run the connector; `durable` says the `executing` mark must be committed first.
-    Execute { seq: u64, durable: bool },
+    Execute {
+        seq: u64,
+        durable: bool,
+    },
     Abort,
 }
 
@@ -236,14 +268,18 @@ impl PassHost {
                         Decision::Abort
                     } else {
                         match recorded.state {
-                            EntryState::Applied if recorded.ephemeral => {
-                                Decision::Execute { seq, durable: false }
-                            }
+                            EntryState::Applied if recorded.ephemeral => Decision::Execute {
+                                seq,
+                                durable: false,
+                            },
                             EntryState::Applied => {
                                 Decision::Replay(recorded.result.clone().unwrap_or(Value::Null))
                             }
                             EntryState::Error => Decision::Rethrow(
-                                recorded.error.clone().unwrap_or_else(|| "the call failed".into()),
+                                recorded
+                                    .error
+                                    .clone()
+                                    .unwrap_or_else(|| "the call failed".into()),
                             ),
                             EntryState::Pending | EntryState::Executing => {
                                 // Approved (the pass claimed the paused run) or left by a crash.
@@ -329,7 +365,10 @@ impl PassHost {
                     if size > MAX_DURABLE_VALUE_CHARS {
                         drop(cursor);
                         return self.abort(Stop::Fail(oversized(
-                            &format!("the result of {}.{} (seq {seq})", entry.connector, entry.method),
+                            &format!(
+                                "the result of {}.{} (seq {seq})",
+                                entry.connector, entry.method
+                            ),
                             size,
                         )));
                     }
@@ -363,7 +402,8 @@ impl PassHost {
         match inner.store.commit(&inner.name, &commit).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(Stop::Fail(
-                "this node lost its claim on the execution (expired or taken over by another node)".into(),
+                "this node lost its claim on the execution (expired or taken over by another node)"
+                    .into(),
             )),
             Err(e) => Err(Stop::Fail(format!("the store failed: {e}"))),
         }
@@ -413,17 +453,20 @@ impl PassHost {
                 _ => {}
             }
         } else {
-            cursor.log.insert(seq, LogEntry {
+            cursor.log.insert(
                 seq,
-                connector: SDK_NAMESPACE.into(),
-                method: "step".into(),
-                args: call_args,
-                result: None,
-                error: None,
-                requires_approval: false,
-                ephemeral: false,
-                state: EntryState::Executing,
-            });
+                LogEntry {
+                    seq,
+                    connector: SDK_NAMESPACE.into(),
+                    method: "step".into(),
+                    args: call_args,
+                    result: None,
+                    error: None,
+                    requires_approval: false,
+                    ephemeral: false,
+                    state: EntryState::Executing,
+                },
+            );
         }
         HostReply::Value(json!({ "replay": false, "seq": seq }))
     }
@@ -451,7 +494,10 @@ impl PassHost {
             let size = serialized_len(&value);
             if size > MAX_DURABLE_VALUE_CHARS {
                 let name = entry.args["name"].as_str().unwrap_or_default().to_string();
-                cursor.stop(Stop::Fail(oversized(&format!("the value of step {name:?}"), size)));
+                cursor.stop(Stop::Fail(oversized(
+                    &format!("the value of step {name:?}"),
+                    size,
+                )));
                 return HostReply::Abort;
             }
             entry.state = EntryState::Applied;
@@ -465,7 +511,10 @@ impl PassHost {
 fn describe_call(connector: &str, method: &str, args: &Value) -> String {
     let mut text = serde_json::to_string(args).unwrap_or_default();
     if text.len() > 300 {
-        let cut = (0..=300).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+        let cut = (0..=300)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
         text.truncate(cut);
         text.push('…');
     }

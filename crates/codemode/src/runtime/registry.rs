@@ -84,7 +84,11 @@ impl Registry {
     }
 
     /// Looks a tool up.
-    pub fn tool(&self, connector: &str, method: &str) -> Option<(&RegisteredConnector, &RegisteredTool)> {
+    pub fn tool(
+        &self,
+        connector: &str,
+        method: &str,
+    ) -> Option<(&RegisteredConnector, &RegisteredTool)> {
         let c = self.connectors.get(connector)?;
         Some((c, c.tools.get(method)?))
     }

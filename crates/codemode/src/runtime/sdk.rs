@@ -1,8 +1,8 @@
 //! The `codemode` SDK calls that are not logged: search, describe and run.
 
+use super::catalog_shim::{Catalog, ConnectorInfo};
 use super::registry::Registry;
 use super::Runtime;
-use super::catalog_shim::{Catalog, ConnectorInfo};
 use crate::error::RuntimeError;
 use crate::executor::{HostCall, HostReply};
 use serde_json::{json, Value};
@@ -21,7 +21,10 @@ pub(super) fn build_catalog(
                 name: name.clone(),
                 instructions: c.connector.instructions(),
                 tools: c.order.iter().map(|t| c.tools[t].spec.clone()).collect(),
-                hint: hints.iter().find(|(n, _)| n == name).map(|(_, h)| h.clone()),
+                hint: hints
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, h)| h.clone()),
             }
         })
         .collect();
@@ -31,7 +34,12 @@ pub(super) fn build_catalog(
 /// Answers `codemode.search`, `codemode.describe` and `codemode.run` from inside a pass.
 pub(super) async fn answer(runtime: &Runtime, call: &HostCall) -> HostReply {
     let inner = &runtime.inner;
-    let text = |key: &str| call.args.get(key).and_then(Value::as_str).map(str::to_string);
+    let text = |key: &str| {
+        call.args
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     let snippets = match inner.store.snippets(&inner.name).await {
         Ok(s) => s,
         Err(e) => return HostReply::Throw(format!("codemode.{}: {e}", call.method)),
@@ -104,13 +112,19 @@ impl Runtime {
     }
 
     /// Ranked search over connector methods and snippets, as `codemode.search` answers.
-    pub async fn search(&self, query: &str) -> Result<super::catalog_shim::SearchOutput, RuntimeError> {
+    pub async fn search(
+        &self,
+        query: &str,
+    ) -> Result<super::catalog_shim::SearchOutput, RuntimeError> {
         let snippets = self.inner.store.snippets(&self.inner.name).await?;
         Ok(self.inner.catalog.search(query, &snippets))
     }
 
     /// TypeScript declarations for a target, as `codemode.describe` answers.
-    pub async fn describe(&self, target: &str) -> Result<Result<super::catalog_shim::DescribeOutput, String>, RuntimeError> {
+    pub async fn describe(
+        &self,
+        target: &str,
+    ) -> Result<Result<super::catalog_shim::DescribeOutput, String>, RuntimeError> {
         let snippets = self.inner.store.snippets(&self.inner.name).await?;
         Ok(self.inner.catalog.describe(target, &snippets))
     }
