@@ -1,0 +1,177 @@
+//! The hot path: [`commit`] (entries plus a status change, as one CAS) and [`claim`].
+
+use crate::codec::{json, json_strings, seq_to_sql, Ctx};
+use codemode::{Commit, ExecutionStatus, Lease, LogEntry, StoreError, Transition};
+use rusqlite::{params, Connection, TransactionBehavior};
+
+const UPSERT_ENTRY: &str = "
+INSERT INTO log_entries (runtime, execution_id, seq, connector, method, args, result, error,
+                         requires_approval, ephemeral, state)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+ON CONFLICT (runtime, execution_id, seq) DO UPDATE SET
+    connector = excluded.connector, method = excluded.method, args = excluded.args,
+    result = excluded.result, error = excluded.error,
+    requires_approval = excluded.requires_approval, ephemeral = excluded.ephemeral,
+    state = excluded.state";
+
+/// The status CAS and the change itself in one statement. `?9` is the lease owner the caller
+/// must still be (NULL: no owner condition); `?10` clears the lease when leaving `running`.
+/// `result`, `error` and `logs` left as NULL keep their recorded values.
+const TRANSITION: &str = "
+UPDATE executions SET
+    status = ?4,
+    result = COALESCE(?5, result),
+    error = COALESCE(?6, error),
+    logs = COALESCE(?7, logs),
+    updated_at = ?8,
+    lease_owner = CASE WHEN ?10 THEN NULL ELSE lease_owner END,
+    lease_until_ms = CASE WHEN ?10 THEN NULL ELSE lease_until_ms END
+WHERE runtime = ?1 AND id = ?2 AND status = ?3
+  AND (?9 IS NULL OR (status = 'running' AND lease_owner = ?9))";
+
+const HOLDS_LEASE: &str = "
+SELECT 1 FROM executions
+WHERE runtime = ?1 AND id = ?2 AND status = 'running' AND lease_owner = ?3";
+
+const EXISTS: &str = "SELECT 1 FROM executions WHERE runtime = ?1 AND id = ?2";
+
+const CLAIM: &str = "
+UPDATE executions SET status = 'running', lease_owner = ?4, lease_until_ms = ?5, updated_at = ?6
+WHERE runtime = ?1 AND id = ?2 AND status = ?3
+  AND (status <> 'running' OR lease_until_ms IS NULL OR lease_until_ms < ?6)";
+
+/// Applies `commit` in one `BEGIN IMMEDIATE` transaction: the CAS first, then the entries.
+pub(crate) fn commit(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    commit: &Commit,
+) -> Result<bool, StoreError> {
+    if let Some(t) = &commit.transition {
+        legal(t.from, t.to)?;
+    }
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx(loc, "starting a commit")?;
+    let id = commit.execution_id.as_str();
+    let holds = match (&commit.transition, &commit.owner) {
+        (Some(t), owner) => transition(&tx, loc, runtime, id, t, owner.as_deref())?,
+        (None, Some(owner)) => tx
+            .prepare_cached(HOLDS_LEASE)
+            .and_then(|mut s| s.exists(params![runtime, id, owner]))
+            .ctx(loc, "checking the lease")?,
+        (None, None) => tx
+            .prepare_cached(EXISTS)
+            .and_then(|mut s| s.exists(params![runtime, id]))
+            .ctx(loc, "finding the execution")?,
+    };
+    if !holds {
+        // Dropping the transaction rolls it back: nothing was written.
+        return Ok(false);
+    }
+    for entry in &commit.entries {
+        upsert_entry(&tx, loc, runtime, id, entry)?;
+    }
+    tx.commit().ctx(loc, "committing")?;
+    Ok(true)
+}
+
+fn transition(
+    conn: &Connection,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+    t: &Transition,
+    owner: Option<&str>,
+) -> Result<bool, StoreError> {
+    let result = t.result.as_ref().map(json).transpose()?;
+    let logs = t.logs.as_deref().map(json_strings).transpose()?;
+    let leaves_running = t.from == ExecutionStatus::Running && t.to != ExecutionStatus::Running;
+    let changed = conn
+        .prepare_cached(TRANSITION)
+        .and_then(|mut s| {
+            s.execute(params![
+                runtime,
+                id,
+                t.from.as_str(),
+                t.to.as_str(),
+                result,
+                t.error,
+                logs,
+                t.at_ms,
+                owner,
+                leaves_running,
+            ])
+        })
+        .ctx(loc, "changing the status")?;
+    Ok(changed == 1)
+}
+
+/// Inserts or replaces one log entry by seq.
+pub(crate) fn upsert_entry(
+    conn: &Connection,
+    loc: &str,
+    runtime: &str,
+    execution_id: &str,
+    entry: &LogEntry,
+) -> Result<(), StoreError> {
+    let seq = seq_to_sql(entry.seq)?;
+    let args = json(&entry.args)?;
+    let result = entry.result.as_ref().map(json).transpose()?;
+    conn.prepare_cached(UPSERT_ENTRY)
+        .and_then(|mut s| {
+            s.execute(params![
+                runtime,
+                execution_id,
+                seq,
+                entry.connector,
+                entry.method,
+                args,
+                result,
+                entry.error,
+                entry.requires_approval,
+                entry.ephemeral,
+                entry.state.as_str(),
+            ])
+        })
+        .ctx(loc, "writing a log entry")?;
+    Ok(())
+}
+
+/// Moves `from` to `running` under `lease`; from `running` only once the old lease expired.
+pub(crate) fn claim(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+    from: ExecutionStatus,
+    lease: &Lease,
+    now_ms: i64,
+) -> Result<bool, StoreError> {
+    legal(from, ExecutionStatus::Running)?;
+    let changed = conn
+        .prepare_cached(CLAIM)
+        .and_then(|mut s| {
+            s.execute(params![
+                runtime,
+                id,
+                from.as_str(),
+                lease.owner,
+                lease.until_ms,
+                now_ms
+            ])
+        })
+        .ctx(loc, "claiming an execution")?;
+    Ok(changed == 1)
+}
+
+/// Refuses a transition that is not in the core's table: a caller bug, never written.
+fn legal(from: ExecutionStatus, to: ExecutionStatus) -> Result<(), StoreError> {
+    if from.can_become(to) {
+        Ok(())
+    } else {
+        Err(StoreError::Backend(format!(
+            "illegal status transition {from} -> {to}"
+        )))
+    }
+}

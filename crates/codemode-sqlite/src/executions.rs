@@ -1,0 +1,296 @@
+//! Executions: insert with retention, reads with their logs, delete, prune, stale, pending.
+
+use crate::codec::{
+    json, json_strings, status, Ctx, RawEntry, RawExecution, ENTRY_COLUMNS, EXECUTION_COLUMNS,
+};
+use crate::commit::upsert_entry;
+use codemode::{Execution, ExecutionStatus, Lease, LogEntry, PendingAction, StoreError};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use std::collections::HashMap;
+
+const INSERT: &str = "
+INSERT INTO executions (runtime, id, code, status, result, error, logs, connectors,
+                        created_at, updated_at, lease_owner, lease_until_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+
+/// Terminal executions past the newest `?2`, newest first (insertion order breaks ties).
+const BEYOND_KEEP: &str = "
+SELECT id FROM executions
+WHERE runtime = ?1 AND status IN ('completed', 'error', 'rejected', 'rolled_back')
+ORDER BY created_at DESC, pk DESC
+LIMIT -1 OFFSET ?2";
+
+const DELETE_ENTRIES: &str = "DELETE FROM log_entries WHERE runtime = ?1 AND execution_id = ?2";
+const DELETE_EXECUTION: &str = "DELETE FROM executions WHERE runtime = ?1 AND id = ?2";
+
+/// Inserts a running execution (and any entries it carries), then prunes beyond `keep`.
+pub(crate) fn insert(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    execution: &Execution,
+    lease: &Lease,
+    keep: usize,
+) -> Result<usize, StoreError> {
+    let result = execution.result.as_ref().map(json).transpose()?;
+    let logs = json_strings(&execution.logs)?;
+    let connectors = json_strings(&execution.connectors)?;
+    let running = execution.status == ExecutionStatus::Running;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx(loc, "starting an insert")?;
+    let inserted = tx.prepare_cached(INSERT).and_then(|mut s| {
+        s.execute(params![
+            runtime,
+            execution.id,
+            execution.code,
+            execution.status.as_str(),
+            result,
+            execution.error,
+            logs,
+            connectors,
+            execution.created_at,
+            execution.updated_at,
+            running.then_some(lease.owner.as_str()),
+            running.then_some(lease.until_ms),
+        ])
+    });
+    match inserted {
+        Err(e) if crate::codec::is_constraint(&e) => {
+            return Err(StoreError::Backend(format!(
+                "execution {} already exists in runtime {runtime:?} ({loc})",
+                execution.id
+            )))
+        }
+        other => other.ctx(loc, "inserting an execution")?,
+    };
+    for entry in &execution.log {
+        upsert_entry(&tx, loc, runtime, &execution.id, entry)?;
+    }
+    let pruned = prune_in(&tx, loc, runtime, keep)?;
+    tx.commit().ctx(loc, "committing an insert")?;
+    Ok(pruned)
+}
+
+/// Deletes terminal executions beyond the newest `keep`.
+pub(crate) fn prune(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    keep: usize,
+) -> Result<usize, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx(loc, "starting a prune")?;
+    let pruned = prune_in(&tx, loc, runtime, keep)?;
+    tx.commit().ctx(loc, "committing a prune")?;
+    Ok(pruned)
+}
+
+fn prune_in(conn: &Connection, loc: &str, runtime: &str, keep: usize) -> Result<usize, StoreError> {
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    let ids: Vec<String> = conn
+        .prepare_cached(BEYOND_KEEP)
+        .and_then(|mut s| s.query_map(params![runtime, keep], |r| r.get(0))?.collect())
+        .ctx(loc, "finding executions to prune")?;
+    for id in &ids {
+        remove(conn, loc, runtime, id)?;
+    }
+    Ok(ids.len())
+}
+
+fn remove(conn: &Connection, loc: &str, runtime: &str, id: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(DELETE_ENTRIES)
+        .and_then(|mut s| s.execute(params![runtime, id]))
+        .ctx(loc, "deleting log entries")?;
+    conn.prepare_cached(DELETE_EXECUTION)
+        .and_then(|mut s| s.execute(params![runtime, id]))
+        .ctx(loc, "deleting an execution")?;
+    Ok(())
+}
+
+/// Deletes one execution and its log; returns its status if it existed.
+pub(crate) fn delete(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+) -> Result<Option<ExecutionStatus>, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .ctx(loc, "starting a delete")?;
+    let found: Option<String> = tx
+        .prepare_cached("SELECT status FROM executions WHERE runtime = ?1 AND id = ?2")
+        .and_then(|mut s| s.query_row(params![runtime, id], |r| r.get(0)).optional())
+        .ctx(loc, "reading an execution")?;
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    remove(&tx, loc, runtime, id)?;
+    tx.commit().ctx(loc, "committing a delete")?;
+    status(&found).map(Some)
+}
+
+/// One execution with its log, read in one snapshot.
+pub(crate) fn get(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+) -> Result<Option<Execution>, StoreError> {
+    let tx = conn.transaction().ctx(loc, "starting a read")?;
+    let raw = tx
+        .prepare_cached(&format!(
+            "SELECT {EXECUTION_COLUMNS} FROM executions WHERE runtime = ?1 AND id = ?2"
+        ))
+        .and_then(|mut s| {
+            s.query_row(params![runtime, id], |r| RawExecution::read(r, 0))
+                .optional()
+        })
+        .ctx(loc, "reading an execution")?;
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let entries: Vec<RawEntry> = tx
+        .prepare_cached(&format!(
+            "SELECT {ENTRY_COLUMNS} FROM log_entries
+             WHERE runtime = ?1 AND execution_id = ?2 ORDER BY seq"
+        ))
+        .and_then(|mut s| {
+            s.query_map(params![runtime, id], |r| RawEntry::read(r, 0))?
+                .collect()
+        })
+        .ctx(loc, "reading a log")?;
+    drop(tx);
+    let log = entries
+        .into_iter()
+        .map(RawEntry::decode)
+        .collect::<Result<Vec<_>, _>>()?;
+    raw.decode(log).map(Some)
+}
+
+/// Executions newest first with their logs: one query for the rows, one for all their logs.
+pub(crate) fn list(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    limit: Option<usize>,
+    only: Option<ExecutionStatus>,
+) -> Result<Vec<Execution>, StoreError> {
+    let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    let tx = conn.transaction().ctx(loc, "starting a read")?;
+    let rows: Vec<RawExecution> = tx
+        .prepare_cached(&format!(
+            "SELECT {EXECUTION_COLUMNS} FROM executions
+             WHERE runtime = ?1 AND (?2 IS NULL OR status = ?2)
+             ORDER BY created_at DESC, pk DESC LIMIT ?3"
+        ))
+        .and_then(|mut s| {
+            s.query_map(params![runtime, only.map(|s| s.as_str()), limit], |r| {
+                RawExecution::read(r, 0)
+            })?
+            .collect()
+        })
+        .ctx(loc, "listing executions")?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let index: HashMap<&str, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect();
+    let ids = json_strings(&rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>())?;
+    let entries: Vec<(String, RawEntry)> = tx
+        .prepare_cached(&format!(
+            "SELECT execution_id, {ENTRY_COLUMNS} FROM log_entries
+             WHERE runtime = ?1 AND execution_id IN (SELECT value FROM json_each(?2))
+             ORDER BY execution_id, seq"
+        ))
+        .and_then(|mut s| {
+            s.query_map(params![runtime, ids], |r| {
+                Ok((r.get(0)?, RawEntry::read(r, 1)?))
+            })?
+            .collect()
+        })
+        .ctx(loc, "reading logs")?;
+    drop(tx);
+    let mut logs: Vec<Vec<LogEntry>> = vec![Vec::new(); rows.len()];
+    for (id, raw) in entries {
+        if let Some(&i) = index.get(id.as_str()) {
+            logs[i].push(raw.decode()?);
+        }
+    }
+    rows.into_iter()
+        .zip(logs)
+        .map(|(raw, log)| raw.decode(log))
+        .collect()
+}
+
+/// Paused ones last updated before `before_ms`; running ones too once their lease expired.
+pub(crate) fn stale(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    before_ms: i64,
+    now_ms: i64,
+) -> Result<Vec<(String, ExecutionStatus)>, StoreError> {
+    let rows: Vec<(String, String)> = conn
+        .prepare_cached(
+            "SELECT id, status FROM executions
+             WHERE runtime = ?1 AND updated_at < ?2
+               AND (status = 'paused' OR (status = 'running'
+                    AND (lease_until_ms IS NULL OR lease_until_ms < ?3)))
+             ORDER BY created_at, pk",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![runtime, before_ms, now_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect()
+        })
+        .ctx(loc, "finding stale executions")?;
+    rows.into_iter()
+        .map(|(id, s)| Ok((id, status(&s)?)))
+        .collect()
+}
+
+/// Pending entries of paused executions, newest execution first, each in seq order.
+pub(crate) fn pending(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    id: Option<&str>,
+) -> Result<Vec<PendingAction>, StoreError> {
+    type Row = (String, i64, String, String, String);
+    let rows: Vec<Row> = conn
+        .prepare_cached(
+            "SELECT l.execution_id, l.seq, l.connector, l.method, l.args
+             FROM executions e JOIN log_entries l
+               ON l.runtime = e.runtime AND l.execution_id = e.id
+             WHERE e.runtime = ?1 AND e.status = 'paused' AND l.state = 'pending'
+               AND (?2 IS NULL OR e.id = ?2)
+             ORDER BY e.created_at DESC, e.pk DESC, l.seq",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![runtime, id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?
+            .collect()
+        })
+        .ctx(loc, "listing pending actions")?;
+    rows.into_iter()
+        .map(|(execution_id, seq, connector, method, args)| {
+            Ok(PendingAction {
+                seq: u64::try_from(seq)
+                    .map_err(|_| StoreError::Decode(format!("negative seq {seq}")))?,
+                args: serde_json::from_str(&args).map_err(|e| {
+                    StoreError::Decode(format!("execution {execution_id} seq {seq} args: {e}"))
+                })?,
+                execution_id,
+                connector,
+                method,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,143 @@
+//! The schema, its version marker, and the migrations that run on open.
+
+use crate::codec::Ctx;
+use codemode::StoreError;
+use rusqlite::{Connection, TransactionBehavior};
+
+/// `PRAGMA application_id` of a codemode database: the bytes `CoMo`.
+pub const APPLICATION_ID: i32 = 0x436f_4d6f;
+
+/// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
+const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes and reads (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 1: executions, their log entries, and snippets, all keyed by runtime name.
+const V1: &str = "
+CREATE TABLE executions (
+    pk             INTEGER PRIMARY KEY,
+    runtime        TEXT NOT NULL,
+    id             TEXT NOT NULL,
+    code           TEXT NOT NULL,
+    status         TEXT NOT NULL CHECK (status IN
+                     ('running', 'paused', 'completed', 'error', 'rejected', 'rolled_back')),
+    result         TEXT,
+    error          TEXT,
+    logs           TEXT NOT NULL,
+    connectors     TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL,
+    lease_owner    TEXT,
+    lease_until_ms INTEGER,
+    UNIQUE (runtime, id)
+);
+CREATE INDEX executions_by_age ON executions (runtime, created_at, pk);
+CREATE TABLE log_entries (
+    runtime           TEXT NOT NULL,
+    execution_id      TEXT NOT NULL,
+    seq               INTEGER NOT NULL,
+    connector         TEXT NOT NULL,
+    method            TEXT NOT NULL,
+    args              TEXT NOT NULL,
+    result            TEXT,
+    error             TEXT,
+    requires_approval INTEGER NOT NULL,
+    ephemeral         INTEGER NOT NULL,
+    state             TEXT NOT NULL CHECK (state IN
+                        ('executing', 'applied', 'pending', 'reverted', 'error')),
+    PRIMARY KEY (runtime, execution_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE snippets (
+    runtime      TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    description  TEXT NOT NULL,
+    code         TEXT NOT NULL,
+    saved_at     INTEGER NOT NULL,
+    input_schema TEXT,
+    connectors   TEXT NOT NULL,
+    PRIMARY KEY (runtime, name)
+) WITHOUT ROWID;
+";
+
+/// Refuses a database that is not ours or is newer than this build, before anything is written.
+pub(crate) fn identify(
+    location: &str,
+    application_id: i32,
+    version: i64,
+    tables: &[String],
+) -> Result<(), StoreError> {
+    let ours = application_id == APPLICATION_ID;
+    if !ours && (application_id != 0 || version != 0 || !tables.is_empty()) {
+        let mut shown = tables
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if tables.len() > 5 {
+            shown.push_str(", ...");
+        }
+        return Err(StoreError::Corrupt {
+            location: location.to_string(),
+            detail: format!(
+                "it is a SQLite database of another application (application_id {application_id}, \
+                 user_version {version}, tables: {})",
+                if shown.is_empty() { "none" } else { &shown }
+            ),
+        });
+    }
+    if version > SCHEMA_VERSION {
+        return Err(newer(location, version));
+    }
+    if version < 0 {
+        return Err(StoreError::Corrupt {
+            location: location.to_string(),
+            detail: format!("invalid schema version {version}"),
+        });
+    }
+    Ok(())
+}
+
+/// Brings the schema up to [`SCHEMA_VERSION`], one migration per transaction. The version is
+/// read again inside each transaction, so two processes opening a new file at once are safe.
+pub(crate) fn migrate(conn: &mut Connection, location: &str) -> Result<(), StoreError> {
+    loop {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .ctx(location, "starting a migration")?;
+        let version: i64 = tx
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .ctx(location, "reading the schema version")?;
+        if version > SCHEMA_VERSION {
+            return Err(newer(location, version));
+        }
+        let Some(step) = usize::try_from(version)
+            .ok()
+            .and_then(|v| MIGRATIONS.get(v))
+        else {
+            return Ok(());
+        };
+        tx.execute_batch(step)
+            .ctx(location, "running a schema migration")?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)
+            .ctx(location, "writing the application id")?;
+        tx.pragma_update(None, "user_version", version + 1)
+            .ctx(location, "writing the schema version")?;
+        tx.commit().ctx(location, "committing a migration")?;
+        tracing::info!(
+            location,
+            from = version,
+            to = version + 1,
+            "migrated the codemode store"
+        );
+    }
+}
+
+fn newer(location: &str, found: i64) -> StoreError {
+    StoreError::NewerSchema {
+        location: location.to_string(),
+        found,
+        supported: SCHEMA_VERSION,
+    }
+}
