@@ -40,6 +40,9 @@ pub enum RuntimeError {
     /// A connector or tool cannot be registered.
     #[error("invalid connector configuration: {0}")]
     InvalidConnector(String),
+    /// A runtime option is invalid.
+    #[error("invalid runtime configuration: {0}")]
+    InvalidConfig(String),
     /// A snippet cannot be saved or found.
     #[error("snippet: {0}")]
     Snippet(String),

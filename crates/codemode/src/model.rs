@@ -160,7 +160,7 @@ pub struct RollbackReport {
     pub execution_id: String,
     /// Seqs reverted, newest first.
     pub reverted: Vec<u64>,
-    /// Seqs left applied because the tool has no revert or its connector is gone.
+    /// Seqs that changed something and stay applied: no revert, or the connector is gone.
     pub skipped: Vec<u64>,
     /// Reverts that failed, with their messages.
     pub failed: Vec<RevertFailure>,

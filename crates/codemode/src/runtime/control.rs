@@ -93,7 +93,10 @@ impl Runtime {
                 continue;
             };
             if !tool.spec.has_revert {
-                report.skipped.push(entry.seq);
+                // A read changed nothing, so there is nothing to undo or to report.
+                if !tool.spec.read_only {
+                    report.skipped.push(entry.seq);
+                }
                 continue;
             }
             let ctx = CallContext {

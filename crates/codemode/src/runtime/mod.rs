@@ -338,7 +338,7 @@ fn check_runtime_name(name: &str) -> Result<(), RuntimeError> {
     if ok {
         Ok(())
     } else {
-        Err(RuntimeError::InvalidConnector(format!(
+        Err(RuntimeError::InvalidConfig(format!(
             "runtime name {name:?} must be 1-128 letters, digits, '_', '-' or '.'"
         )))
     }
