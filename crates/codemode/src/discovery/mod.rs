@@ -1,11 +1,36 @@
 //! Discovery: TypeScript from JSON Schema, search, describe, and the tool the model sees.
+//!
+//! Build a [`Catalog`] once from the connectors; it validates their names, indexes their
+//! methods for [`Catalog::search`], generates declarations on demand for
+//! [`Catalog::describe`] and [`Catalog::types`], and writes the tool the model is handed
+//! ([`Catalog::tool_definition`]).
 
+mod catalog;
+mod describe;
+mod doc_comment;
 mod error;
 mod names;
+mod refs;
+mod search;
+mod tokens;
+mod tool;
+mod typescript;
 
+pub use catalog::{Catalog, ConnectorInfo};
+pub use describe::{DescribeKind, DescribeOutput, SDK_DECLARATIONS};
+pub use doc_comment::escape_comment;
 pub use error::DiscoveryError;
 pub use names::{
     check_connector_name, is_reserved_word, is_standard_global, is_valid_identifier,
     sanitize_tool_name, sanitize_tool_names, try_sanitize_tool_name, RESERVED_WORDS,
     STANDARD_GLOBALS,
+};
+pub use refs::{bundle_refs, resolve_ref};
+pub use search::{
+    SearchKind, SearchOutput, SearchResult, MAX_QUERY_CHARS, MAX_QUERY_WORDS, MAX_SEARCH_RESULTS,
+};
+pub use tool::{code_input_schema, ToolDefinition, TOOL_NAME};
+pub use typescript::{
+    property_key, schema_to_ts, type_name_from, TypeScriptBuilder, MAX_NAMED_TYPES,
+    MAX_SCHEMA_DEPTH,
 };

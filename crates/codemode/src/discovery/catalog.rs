@@ -1,0 +1,297 @@
+//! The catalogue of connectors and methods, built once, that search and describe read.
+
+use super::error::DiscoveryError;
+use super::names::{check_connector_name, is_valid_identifier};
+use super::search::{
+    round_score, score_unindexed, Query, SearchDoc, SearchIndex, SearchKind, SearchOutput,
+    SearchResult, MAX_SEARCH_RESULTS,
+};
+use super::tokens::first_sentence;
+use crate::connector::ToolSpec;
+use crate::model::Snippet;
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+/// Longest summary kept for a method or snippet, in characters.
+pub(crate) const MAX_SUMMARY_CHARS: usize = 160;
+
+/// What the catalogue needs to know about one connector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectorInfo {
+    /// The global name in the sandbox.
+    pub name: String,
+    /// Guidance for the model, shown by `describe(name)`.
+    pub instructions: Option<String>,
+    /// Its tools; names must already be identifiers (see `sanitize_tool_name`).
+    pub tools: Vec<ToolSpec>,
+    /// One line shown beside the name in the tool description.
+    pub hint: Option<String>,
+}
+
+impl ConnectorInfo {
+    /// A connector with these tools, no instructions and no hint.
+    pub fn new(name: impl Into<String>, tools: Vec<ToolSpec>) -> Self {
+        ConnectorInfo {
+            name: name.into(),
+            instructions: None,
+            tools,
+            hint: None,
+        }
+    }
+}
+
+/// One method of the catalogue.
+#[derive(Debug, Clone)]
+pub(crate) struct MethodEntry {
+    pub connector: usize,
+    pub tool: usize,
+    pub path: String,
+    pub summary: Option<String>,
+}
+
+/// Connectors and their methods, with a search index; built once, read many times.
+#[derive(Debug)]
+pub struct Catalog {
+    pub(crate) connectors: Vec<ConnectorInfo>,
+    pub(crate) by_connector: HashMap<String, usize>,
+    pub(crate) methods: Vec<MethodEntry>,
+    pub(crate) by_path: HashMap<String, usize>,
+    pub(crate) by_method_name: HashMap<String, Vec<usize>>,
+    index: SearchIndex,
+    pub(crate) all_types: OnceLock<String>,
+}
+
+impl Catalog {
+    /// Validates names (connectors: identifiers, unique, not `codemode`, not a standard global;
+    /// tools: identifiers, unique per connector) and builds the search index.
+    pub fn new(connectors: Vec<ConnectorInfo>) -> Result<Catalog, DiscoveryError> {
+        let mut by_connector = HashMap::new();
+        let mut methods = Vec::new();
+        for (c, connector) in connectors.iter().enumerate() {
+            check_connector_name(&connector.name)?;
+            if by_connector.insert(connector.name.clone(), c).is_some() {
+                return Err(DiscoveryError::DuplicateConnector {
+                    name: connector.name.clone(),
+                });
+            }
+            let mut seen = HashSet::new();
+            for (t, tool) in connector.tools.iter().enumerate() {
+                if !is_valid_identifier(&tool.name) {
+                    return Err(DiscoveryError::InvalidToolName {
+                        connector: connector.name.clone(),
+                        tool: tool.name.clone(),
+                    });
+                }
+                if !seen.insert(tool.name.as_str()) {
+                    return Err(DiscoveryError::DuplicateTool {
+                        connector: connector.name.clone(),
+                        tool: tool.name.clone(),
+                    });
+                }
+                let summary = tool
+                    .description
+                    .as_deref()
+                    .map(|d| first_sentence(d, MAX_SUMMARY_CHARS))
+                    .filter(|s| !s.is_empty());
+                methods.push(MethodEntry {
+                    connector: c,
+                    tool: t,
+                    path: format!("{}.{}", connector.name, tool.name),
+                    summary,
+                });
+            }
+        }
+        let mut by_path = HashMap::new();
+        let mut by_method_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (m, method) in methods.iter().enumerate() {
+            by_path.insert(method.path.clone(), m);
+            let name = &connectors[method.connector].tools[method.tool].name;
+            by_method_name.entry(name.clone()).or_default().push(m);
+        }
+        let index = SearchIndex::build(methods.iter().map(|m| {
+            let connector = &connectors[m.connector];
+            let tool = &connector.tools[m.tool];
+            let summary = m.summary.as_deref().unwrap_or_default();
+            let description = tool.description.as_deref().unwrap_or_default();
+            SearchDoc {
+                connector: &connector.name,
+                name: &tool.name,
+                summary,
+                description,
+            }
+        }));
+        Ok(Catalog {
+            connectors,
+            by_connector,
+            methods,
+            by_path,
+            by_method_name,
+            index,
+            all_types: OnceLock::new(),
+        })
+    }
+
+    /// The connectors, in the order given.
+    pub fn connectors(&self) -> &[ConnectorInfo] {
+        &self.connectors
+    }
+
+    /// How many methods all connectors have together.
+    pub fn method_count(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The tool behind `connector.method`, if there is one.
+    pub fn tool(&self, connector: &str, method: &str) -> Option<&ToolSpec> {
+        let c = *self.by_connector.get(connector)?;
+        self.connectors[c].tools.iter().find(|t| t.name == method)
+    }
+
+    pub(crate) fn tool_of(&self, method: &MethodEntry) -> &ToolSpec {
+        &self.connectors[method.connector].tools[method.tool]
+    }
+
+    /// Ranked methods and snippets for `query`: at most 50, best first, ties by path.
+    ///
+    /// Words are split at camelCase, `_`, `.`, `/`, `-` and spaces. A word in the method name
+    /// counts more than one in the summary, which counts more than one in the description.
+    /// Queries of up to three words must match all of them; longer ones most of them.
+    pub fn search(&self, query: &str, snippets: &[Snippet]) -> SearchOutput {
+        let query = Query::parse(query);
+        let mut results: Vec<(f32, SearchResult)> = Vec::new();
+        for (m, score) in self.index.search(&query) {
+            let method = &self.methods[m];
+            let connector = &self.connectors[method.connector];
+            let tool = &connector.tools[method.tool];
+            results.push((
+                score,
+                SearchResult {
+                    path: method.path.clone(),
+                    connector: connector.name.clone(),
+                    method: tool.name.clone(),
+                    description: method.summary.clone(),
+                    kind: SearchKind::Method,
+                    requires_approval: tool.requires_approval,
+                    score: round_score(score),
+                },
+            ));
+        }
+        for snippet in snippets {
+            let summary = first_sentence(&snippet.description, MAX_SUMMARY_CHARS);
+            let doc = SearchDoc {
+                connector: "codemode",
+                name: &snippet.name,
+                summary: &summary,
+                description: &snippet.description,
+            };
+            if let Some(score) = score_unindexed(&query, &doc) {
+                results.push((
+                    score,
+                    SearchResult {
+                        path: snippet.name.clone(),
+                        connector: "codemode".to_string(),
+                        method: "run".to_string(),
+                        description: Some(summary).filter(|s| !s.is_empty()),
+                        kind: SearchKind::Snippet,
+                        requires_approval: false,
+                        score: round_score(score),
+                    },
+                ));
+            }
+        }
+        results.sort_by(|(a, ra), (b, rb)| b.total_cmp(a).then_with(|| ra.path.cmp(&rb.path)));
+        let total = results.len();
+        let mut note = query.note;
+        if total == 0 && note.is_none() {
+            note = Some(
+                "nothing matched every word; try fewer or other words, or describe a connector to list its methods."
+                    .to_string(),
+            );
+        }
+        SearchOutput {
+            results: results
+                .into_iter()
+                .take(MAX_SEARCH_RESULTS)
+                .map(|(_, r)| r)
+                .collect(),
+            total,
+            truncated: total > MAX_SEARCH_RESULTS,
+            note,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, description: &str) -> ToolSpec {
+        let mut t = ToolSpec::new(name);
+        t.description = Some(description.to_string());
+        t
+    }
+
+    #[test]
+    fn rejects_bad_names() {
+        let bad_connector = Catalog::new(vec![ConnectorInfo::new("Promise", vec![])]);
+        assert!(matches!(
+            bad_connector,
+            Err(DiscoveryError::InvalidConnectorName { .. })
+        ));
+        let dup = Catalog::new(vec![
+            ConnectorInfo::new("a", vec![]),
+            ConnectorInfo::new("a", vec![]),
+        ]);
+        assert!(matches!(
+            dup,
+            Err(DiscoveryError::DuplicateConnector { .. })
+        ));
+        let bad_tool = Catalog::new(vec![ConnectorInfo::new("a", vec![tool("x-y", "")])]);
+        assert!(matches!(
+            bad_tool,
+            Err(DiscoveryError::InvalidToolName { .. })
+        ));
+        let dup_tool = Catalog::new(vec![ConnectorInfo::new(
+            "a",
+            vec![tool("x", ""), tool("x", "")],
+        )]);
+        assert!(matches!(
+            dup_tool,
+            Err(DiscoveryError::DuplicateTool { .. })
+        ));
+    }
+
+    #[test]
+    fn searches_methods_and_snippets() {
+        let catalog = Catalog::new(vec![ConnectorInfo::new(
+            "github",
+            vec![tool(
+                "list_pull_requests",
+                "List pull requests. Open ones by default.",
+            )],
+        )])
+        .unwrap();
+        let snippet = Snippet {
+            name: "open-prs".to_string(),
+            description: "Open pull requests of a repository.".to_string(),
+            code: String::new(),
+            saved_at: 0,
+            input_schema: None,
+            connectors: vec![],
+        };
+        let out = catalog.search("pull request", std::slice::from_ref(&snippet));
+        assert_eq!(out.total, 2);
+        assert_eq!(out.results[0].path, "github.list_pull_requests");
+        assert_eq!(
+            out.results[0].description.as_deref(),
+            Some("List pull requests.")
+        );
+        assert_eq!(out.results[1].kind, SearchKind::Snippet);
+        assert_eq!(out.results[1].path, "open-prs");
+        let empty = catalog.search("", &[]);
+        assert!(empty.results.is_empty() && empty.note.is_some());
+        let none = catalog.search("zebra", &[]);
+        assert_eq!(none.total, 0);
+        assert!(none.note.is_some());
+    }
+}

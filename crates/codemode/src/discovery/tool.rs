@@ -1,0 +1,158 @@
+//! The `codemode` tool as the model sees it: its description and input schema.
+
+use super::catalog::Catalog;
+use super::doc_comment::clip;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// The name of the one tool the model is given.
+pub const TOOL_NAME: &str = "codemode";
+/// Longest connector hint shown in the tool description, in characters.
+const MAX_HINT_CHARS: usize = 160;
+
+/// A tool definition ready to hand to any LLM API.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDefinition {
+    /// Always `codemode`.
+    pub name: String,
+    /// What the model reads before it writes code.
+    pub description: String,
+    /// JSON Schema of the input: `{ code: string }`.
+    pub input_schema: Value,
+}
+
+const INTRO: &str = "Run JavaScript or TypeScript in a sandbox to use the connectors below. \
+`code` is an async arrow function; what it returns is the result, so return only what you need. \
+console.log output comes back too. There is no network or file system: connectors are the only way out.
+
+Example:
+async () => {
+  const found = await codemode.search(\"create issue comment\");
+  const docs = await codemode.describe(found.results[0].path);
+  return { found: found.results.slice(0, 5), types: docs.types };
+}
+";
+
+const GUIDE: &str = "
+Methods are not listed here: discover them from your code.
+- codemode.search(query) -> { results: [{ path, description, kind, requiresApproval, score }], total, truncated }: ranked methods and saved snippets for a few words.
+- codemode.describe(target) -> { path, description, types }: TypeScript declarations for a connector, \"connector.method\", or a snippet. Read the input type before calling a method.
+- Call a method as connector.method(input), e.g. await github.list_pull_requests({ owner, repo }); each takes one object and returns a promise.
+- Saved snippets (kind \"snippet\") run with await codemode.run(path, input).
+A first run can search and describe; the next one calls the methods it found.
+
+Approvals: a call with requiresApproval pauses the run until a person approves it. The run then resumes by running your code again from the start, replaying the results already recorded. So:
+- await connector calls one at a time; never start them together (no Promise.all around them);
+- keep the code deterministic: wrap Date.now(), Math.random() and anything else that varies in codemode.step(\"name\", () => value), which records the value once and replays it;
+- do not catch a connector error only to hide it.
+";
+
+impl Catalog {
+    /// What the model reads: how to write the code, the connectors with their hints, how to
+    /// discover methods, and how approvals and replay work. Its size does not depend on the
+    /// number of methods.
+    pub fn tool_description(&self) -> String {
+        let mut out = String::from(INTRO);
+        out.push_str("\nConnectors (globals):\n");
+        if self.connectors.is_empty() {
+            out.push_str("- none configured\n");
+        }
+        for (c, connector) in self.connectors.iter().enumerate() {
+            let count = self.methods.iter().filter(|m| m.connector == c).count();
+            let plural = if count == 1 { "" } else { "s" };
+            out.push_str(&format!("- {} ({count} method{plural})", connector.name));
+            let hint = connector
+                .hint
+                .as_deref()
+                .and_then(|h| h.lines().map(str::trim).find(|l| !l.is_empty()));
+            if let Some(hint) = hint {
+                out.push_str(": ");
+                out.push_str(&clip(hint, MAX_HINT_CHARS));
+            }
+            out.push('\n');
+        }
+        out.push_str(GUIDE);
+        out
+    }
+
+    /// The `codemode` tool: name, description and input schema.
+    pub fn tool_definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: TOOL_NAME.to_string(),
+            description: self.tool_description(),
+            input_schema: code_input_schema(),
+        }
+    }
+}
+
+/// The input schema of the `codemode` tool: one required string, `code`.
+pub fn code_input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "code": {
+                "type": "string",
+                "description": "An async arrow function in JavaScript or TypeScript, e.g. async () => { return await codemode.search(\"pull requests\"); }"
+            }
+        },
+        "required": ["code"],
+        "additionalProperties": false
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connector::ToolSpec;
+    use crate::discovery::ConnectorInfo;
+
+    fn catalog(methods: usize) -> Catalog {
+        let tools = (0..methods)
+            .map(|i| ToolSpec::new(format!("method_{i}")))
+            .collect();
+        let mut github = ConnectorInfo::new("github", tools);
+        github.hint = Some("GitHub REST API\nsecond line is dropped".to_string());
+        Catalog::new(vec![github, ConnectorInfo::new("slack", vec![])]).unwrap()
+    }
+
+    #[test]
+    fn description_names_connectors_and_explains_discovery() {
+        let text = catalog(2).tool_description();
+        for needle in [
+            "async arrow function",
+            "- github (2 methods): GitHub REST API\n",
+            "- slack (0 methods)",
+            "codemode.search",
+            "codemode.describe",
+            "Promise.all",
+            "codemode.step",
+            "Date.now()",
+            "Math.random()",
+            "requiresApproval",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+        }
+        assert!(!text.contains("second line"));
+    }
+
+    #[test]
+    fn description_size_does_not_grow_with_methods() {
+        let small = catalog(1).tool_description().len();
+        let large = catalog(5_000).tool_description().len();
+        assert!(large <= small + 4, "{small} vs {large}");
+        assert!(large <= 4_000);
+    }
+
+    #[test]
+    fn definition_serialises_for_llm_apis() {
+        let def = catalog(1).tool_definition();
+        let value = serde_json::to_value(&def).unwrap();
+        assert_eq!(value["name"], "codemode");
+        assert_eq!(
+            value["inputSchema"]["required"],
+            serde_json::json!(["code"])
+        );
+        assert_eq!(value["inputSchema"]["properties"]["code"]["type"], "string");
+    }
+}
