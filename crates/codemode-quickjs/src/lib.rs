@@ -1,0 +1,25 @@
+//! The Code Mode sandbox: a [`codemode::Executor`] on QuickJS-ng.
+//!
+//! [`QuickJsExecutor`] runs each pass in a fresh QuickJS runtime on a sandbox thread of its
+//! own. The model's code is first normalised ([`normalize()`]): fences, bare statements,
+//! function forms and TypeScript all become one async function. Each connector namespace is
+//! a global whose methods become [`codemode::HostCall`]s; `codemode` is the SDK; `console` is
+//! captured. Values cross the boundary as JSON, with an envelope for BigInt and bytes (see
+//! [`values`]). See the crate README for the limits.
+
+pub mod error;
+mod executor;
+pub mod fences;
+pub mod globals;
+pub mod normalize;
+mod options;
+mod pass;
+mod pool;
+mod report;
+pub mod values;
+
+pub use error::{NamespaceError, NormalizeError};
+pub use executor::QuickJsExecutor;
+pub use globals::{check_namespaces, RESERVED_GLOBALS};
+pub use normalize::{normalize, Normalized};
+pub use options::QuickJsOptions;

@@ -1,0 +1,3 @@
+//! Sandbox benchmarks (filled in below).
+
+fn main() {}

@@ -1,0 +1,93 @@
+//! [`QuickJsExecutor`]: the [`codemode::Executor`] on QuickJS-ng.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use codemode::{ExecuteRequest, ExecuteResult, Executor, Host, PassEnd};
+use tokio::sync::oneshot;
+
+use crate::globals::RESERVED_GLOBALS;
+use crate::options::QuickJsOptions;
+use crate::pass::PassJob;
+use crate::pool::{Pool, Task};
+
+/// Runs each pass in a fresh QuickJS runtime on a sandbox thread of its own.
+pub struct QuickJsExecutor {
+    options: Arc<QuickJsOptions>,
+    pool: Pool,
+}
+
+impl Default for QuickJsExecutor {
+    fn default() -> Self {
+        Self::new(QuickJsOptions::default())
+    }
+}
+
+impl std::fmt::Debug for QuickJsExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuickJsExecutor")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl QuickJsExecutor {
+    /// Creates an executor with these limits.
+    pub fn new(options: QuickJsOptions) -> Self {
+        let options = Arc::new(options);
+        QuickJsExecutor {
+            pool: Pool::new(options.clone()),
+            options,
+        }
+    }
+
+    /// The limits this executor applies.
+    pub fn options(&self) -> &QuickJsOptions {
+        &self.options
+    }
+}
+
+/// Tells the pass to stop when the caller stops waiting for it.
+struct CancelOnDrop {
+    flag: Arc<AtomicBool>,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            self.flag.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+#[async_trait]
+impl Executor for QuickJsExecutor {
+    async fn execute(&self, request: ExecuteRequest, host: Arc<dyn Host>) -> ExecuteResult {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut guard = CancelOnDrop {
+            flag: cancel.clone(),
+            armed: true,
+        };
+        let (reply, receiver) = oneshot::channel();
+        let job = PassJob {
+            request,
+            host,
+            handle: tokio::runtime::Handle::try_current().ok(),
+            cancel,
+            options: self.options.clone(),
+        };
+        self.pool.submit(Task { job, reply });
+        let result = receiver.await.unwrap_or_else(|_| ExecuteResult {
+            end: PassEnd::Failed("the sandbox thread stopped unexpectedly".to_string()),
+            logs: Vec::new(),
+        });
+        guard.armed = false;
+        result
+    }
+
+    fn reserved_globals(&self) -> &[&str] {
+        RESERVED_GLOBALS
+    }
+}

@@ -1,0 +1,152 @@
+//! Sandbox threads: passes never run on the caller's (tokio) threads.
+//!
+//! The pool grows on demand up to `max_threads`, so a runaway script holds one thread and
+//! delays nothing else. Each idle thread keeps a fresh runtime ready, made off the hot path;
+//! a runtime serves one pass and is dropped.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread;
+
+use codemode::{ExecuteResult, PassEnd};
+use tokio::sync::oneshot;
+
+use crate::options::QuickJsOptions;
+use crate::pass::{run_pass, Fresh, PassJob};
+
+/// A pass and where to send its result.
+pub(crate) struct Task {
+    /// The pass.
+    pub job: PassJob,
+    /// Receives the result.
+    pub reply: oneshot::Sender<ExecuteResult>,
+}
+
+struct Worker {
+    id: u64,
+    sender: SyncSender<Task>,
+}
+
+#[derive(Default)]
+struct PoolState {
+    idle: Vec<Worker>,
+    queue: VecDeque<Task>,
+    threads: usize,
+    next_id: u64,
+}
+
+/// A growing set of sandbox threads.
+pub(crate) struct Pool {
+    state: Arc<Mutex<PoolState>>,
+    options: Arc<QuickJsOptions>,
+}
+
+fn lock(state: &Mutex<PoolState>) -> MutexGuard<'_, PoolState> {
+    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Pool {
+    /// Creates an empty pool; threads start with the first passes.
+    pub(crate) fn new(options: Arc<QuickJsOptions>) -> Self {
+        Pool {
+            state: Arc::new(Mutex::new(PoolState::default())),
+            options,
+        }
+    }
+
+    /// Hands a pass to an idle thread, a new thread, or the queue.
+    pub(crate) fn submit(&self, task: Task) {
+        let mut state = lock(&self.state);
+        if let Some(worker) = state.idle.pop() {
+            drop(state);
+            if let Err(mpsc::SendError(task)) = worker.sender.send(task) {
+                fail(task, "a sandbox thread stopped unexpectedly");
+            }
+            return;
+        }
+        if state.threads >= self.options.max_threads {
+            state.queue.push_back(task);
+            return;
+        }
+        state.threads += 1;
+        let id = state.next_id;
+        state.next_id += 1;
+        drop(state);
+        let pool_state = self.state.clone();
+        let options = self.options.clone();
+        let spawned = thread::Builder::new()
+            .name(format!("codemode-sandbox-{id}"))
+            .stack_size(options.thread_stack_size())
+            .spawn(move || worker_loop(id, task, pool_state, options));
+        if spawned.is_err() {
+            lock(&self.state).threads -= 1;
+        }
+    }
+}
+
+fn fail(task: Task, message: &str) {
+    let _ = task.reply.send(ExecuteResult {
+        end: PassEnd::Failed(message.to_string()),
+        logs: Vec::new(),
+    });
+}
+
+fn run(task: Task, options: &QuickJsOptions, fresh: &mut Option<Fresh>) {
+    if task.reply.is_closed() {
+        return;
+    }
+    let ready = match fresh.take() {
+        Some(f) => Ok(f),
+        None => Fresh::new(options),
+    };
+    match ready {
+        Ok(f) => {
+            let result = run_pass(f, task.job);
+            let _ = task.reply.send(result);
+        }
+        Err(e) => fail(task, &format!("the sandbox could not be created: {e}")),
+    }
+}
+
+fn worker_loop(id: u64, first: Task, state: Arc<Mutex<PoolState>>, options: Arc<QuickJsOptions>) {
+    let (sender, receiver): (SyncSender<Task>, Receiver<Task>) = mpsc::sync_channel(1);
+    let mut fresh: Option<Fresh> = None;
+    let mut next = Some(first);
+    loop {
+        if let Some(task) = next.take() {
+            run(task, &options, &mut fresh);
+        }
+        if fresh.is_none() {
+            fresh = Fresh::new(&options).ok();
+        }
+        {
+            let mut guard = lock(&state);
+            if let Some(task) = guard.queue.pop_front() {
+                next = Some(task);
+                continue;
+            }
+            guard.idle.push(Worker {
+                id,
+                sender: sender.clone(),
+            });
+        }
+        match receiver.recv_timeout(options.idle_thread_timeout) {
+            Ok(task) => next = Some(task),
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {
+                let mut guard = lock(&state);
+                if let Some(at) = guard.idle.iter().position(|w| w.id == id) {
+                    guard.idle.remove(at);
+                    guard.threads -= 1;
+                    break;
+                }
+                drop(guard);
+                match receiver.recv() {
+                    Ok(task) => next = Some(task),
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Turning what the sandbox threw into a message the model can act on.
+
+use rquickjs::{Ctx, Object, Value};
+
+use crate::normalize::{Normalized, CODE_FILE};
+use crate::options::QuickJsOptions;
+
+/// The script name of a snippet run through `codemode.run`.
+pub const SNIPPET_FILE: &str = "snippet.js";
+
+/// The position of the first frame of the model's code in a QuickJS stack trace.
+fn first_position(stack: &str) -> Option<(usize, usize)> {
+    let needle = format!("{CODE_FILE}:");
+    let at = stack.find(&needle)? + needle.len();
+    let mut parts = stack[at..].splitn(3, |c: char| !c.is_ascii_digit());
+    let line = parts.next()?.parse().ok()?;
+    let column = parts.next().and_then(|c| c.parse().ok()).unwrap_or(1);
+    Some((line, column))
+}
+
+fn get_string<'js>(object: &Object<'js>, key: &str) -> Option<String> {
+    object
+        .get::<_, Value<'js>>(key)
+        .ok()
+        .and_then(|v| v.as_string().and_then(|s| s.to_string().ok()))
+}
+
+/// The names the model can use, for the ReferenceError help.
+pub fn globals_help(namespaces: &[String]) -> String {
+    let mut names: Vec<&str> = namespaces.iter().map(String::as_str).collect();
+    names.push(codemode::SDK_NAMESPACE);
+    names.push("console");
+    format!(
+        "the only globals available in the sandbox are: {} (and the standard JavaScript built-ins such as JSON, Math, Date, Promise); there is no fetch, require, process or file system",
+        names.join(", ")
+    )
+}
+
+/// Describes a thrown or rejected value.
+pub fn describe<'js>(
+    ctx: &Ctx<'js>,
+    thrown: &Value<'js>,
+    show: Option<&rquickjs::Function<'js>>,
+    normalized: &Normalized,
+    namespaces: &[String],
+    options: &QuickJsOptions,
+) -> String {
+    let Some(object) = thrown.as_object().filter(|_| thrown.is_error()) else {
+        let shown = show
+            .and_then(|f| f.call::<_, String>((thrown.clone(),)).ok())
+            .unwrap_or_else(|| "a non-Error value".to_string());
+        let _ = ctx;
+        return format!("Uncaught {shown} (throw an Error to get a line number)");
+    };
+    let name = get_string(object, "name").unwrap_or_else(|| "Error".to_string());
+    let message = get_string(object, "message").unwrap_or_default();
+    let stack = get_string(object, "stack").unwrap_or_default();
+    let position = first_position(&stack)
+        .map(|(l, c)| normalized.original_position(l, c))
+        .map(|(l, c)| format!(" (line {l}, column {c})"))
+        .unwrap_or_default();
+    if message == "out of memory" {
+        return format!(
+            "Memory limit: the code used more than {} MiB{position}. Work on smaller pieces of data, or ask the connectors to filter and page their results.",
+            options.memory_limit / (1024 * 1024)
+        );
+    }
+    if message.contains("stack size exceeded") || message.contains("stack overflow") {
+        return format!(
+            "Stack limit: {name}: {message}{position}. The sandbox stack is {} KiB; recursion this deep is not possible, use a loop instead.",
+            options.max_stack_size / 1024
+        );
+    }
+    if name == "ReferenceError" {
+        return format!("{name}: {message}{position}; {}", globals_help(namespaces));
+    }
+    format!("{name}: {message}{position}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_first_frame_of_the_model_code() {
+        let stack = "    at f (glue.js:1:2)\n    at <anonymous> (code.js:3:14)\n";
+        assert_eq!(first_position(stack), Some((3, 14)));
+        assert_eq!(first_position("no frames"), None);
+    }
+}
