@@ -94,6 +94,9 @@ fn quick_check(conn: &Connection, location: &str) -> Result<(), StoreError> {
     }
     Err(StoreError::Corrupt {
         location: location.to_string(),
-        detail: format!("integrity check failed: {}", problems.join("; ")),
+        detail: format!(
+            "integrity check failed: {}",
+            problems.join("; ").replace('\n', "; ")
+        ),
     })
 }

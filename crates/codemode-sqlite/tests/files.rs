@@ -1,0 +1,350 @@
+//! The file itself: creation, bad files, newer schemas, reopening, sharing, large values.
+
+mod common;
+
+use codemode::{Commit, EntryState, ExecutionStatus, Store, StoreError, Transition};
+use codemode_sqlite::{SqliteOptions, SqliteStore, APPLICATION_ID, SCHEMA_VERSION};
+use common::{entry, execution, lease, RT};
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+
+const FAR: i64 = i64::MAX / 2;
+
+fn open_err(path: &Path) -> StoreError {
+    match SqliteStore::open(path) {
+        Ok(_) => panic!("{} opened", path.display()),
+        Err(e) => e,
+    }
+}
+
+fn assert_corrupt(path: &Path, err: StoreError) {
+    let text = err.to_string();
+    match err {
+        StoreError::Corrupt { location, .. } => assert_eq!(location, path.display().to_string()),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+    assert!(text.contains(&path.display().to_string()), "{text}");
+}
+
+/// Fills a store with `n` executions of a few KB each, then closes it (checkpointing the WAL).
+async fn filled(path: &Path, n: usize) {
+    let s = SqliteStore::open(path).unwrap();
+    for i in 0..n {
+        let mut e = execution(&format!("e{i}"), i as i64);
+        e.code = "x".repeat(4_000);
+        e.log = vec![entry(0, EntryState::Applied)];
+        s.insert_execution(RT, &e, &lease("n", FAR), 1_000)
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_missing_or_empty_file_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("new.db");
+    let s = SqliteStore::open(&missing).unwrap();
+    assert_eq!(s.location(), missing.display().to_string());
+    assert!(s.executions(RT, None, None).await.unwrap().is_empty());
+    drop(s);
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let s = SqliteStore::open(&empty).unwrap();
+    s.put_snippet(RT, &common::snippet("a")).await.unwrap();
+    drop(s);
+    let conn = rusqlite::Connection::open(&empty).unwrap();
+    let id: i32 = conn
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .unwrap();
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        (id, version, mode.as_str()),
+        (APPLICATION_ID, SCHEMA_VERSION, "wal")
+    );
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    let text = "these are my notes, not a database\n".repeat(200);
+    std::fs::write(&path, &text).unwrap();
+    assert_corrupt(&path, open_err(&path));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+}
+
+#[test]
+fn a_sqlite_file_of_another_application_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada');")
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let err = open_err(&path);
+    assert!(err.to_string().contains("users"), "{err}");
+    assert_corrupt(&path, err);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert!(!dir.path().join("other.db-wal").exists());
+
+    // Another application's marker, even with no tables, is not ours either.
+    let marked = dir.path().join("marked.db");
+    {
+        let conn = rusqlite::Connection::open(&marked).unwrap();
+        conn.pragma_update(None, "application_id", 1234).unwrap();
+    }
+    let err = open_err(&marked);
+    assert!(err.to_string().contains("1234"), "{err}");
+    assert_corrupt(&marked, err);
+}
+
+#[tokio::test]
+async fn a_database_of_a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    filled(&path, 1).await;
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+    }
+    let err = open_err(&path);
+    let text = err.to_string();
+    match err {
+        StoreError::NewerSchema {
+            location,
+            found,
+            supported,
+        } => {
+            assert_eq!(location, path.display().to_string());
+            assert_eq!((found, supported), (SCHEMA_VERSION + 1, SCHEMA_VERSION));
+        }
+        other => panic!("expected NewerSchema, got {other:?}"),
+    }
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(text.contains("newer"), "{text}");
+}
+
+#[tokio::test]
+async fn a_damaged_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    filled(&path, 30).await;
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() > 16 * 4096, "{}", bytes.len());
+    // Scribble over every page but the first.
+    for (i, b) in bytes.iter_mut().enumerate().skip(4096) {
+        *b = (i * 7 % 251) as u8;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    assert_corrupt(&path, open_err(&path));
+}
+
+#[tokio::test]
+async fn a_truncated_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    filled(&path, 30).await;
+    let full = std::fs::read(&path).unwrap();
+    for keep in [full.len() / 2, 4096 + 100, 60] {
+        std::fs::write(&path, &full[..keep]).unwrap();
+        assert_corrupt(&path, open_err(&path));
+    }
+}
+
+#[tokio::test]
+async fn without_the_open_check_a_damaged_file_still_gives_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    filled(&path, 30).await;
+    let full = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &full[..full.len() / 2]).unwrap();
+    let options = SqliteOptions {
+        quick_check: false,
+        ..SqliteOptions::default()
+    };
+    // Opening may succeed (only the header and schema are read); reads must fail cleanly.
+    if let Ok(s) = SqliteStore::open_with(&path, &options) {
+        let err = s.executions(RT, None, None).await.unwrap_err();
+        assert_corrupt(&path, err);
+    }
+}
+
+#[tokio::test]
+async fn reopening_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    let s = SqliteStore::open(&path).unwrap();
+    let mut e = execution("e", 1);
+    e.log = vec![entry(0, EntryState::Applied), entry(1, EntryState::Pending)];
+    s.insert_execution(RT, &e, &lease("n", FAR), 50)
+        .await
+        .unwrap();
+    let pause = Commit {
+        execution_id: "e".into(),
+        owner: Some("n".into()),
+        entries: vec![],
+        transition: Some(Transition::new(
+            ExecutionStatus::Running,
+            ExecutionStatus::Paused,
+            7,
+        )),
+    };
+    assert!(s.commit(RT, &pause).await.unwrap());
+    s.put_snippet("other", &common::snippet("s")).await.unwrap();
+    let before = s.execution(RT, "e").await.unwrap();
+    drop(s);
+    let s = SqliteStore::open(&path).unwrap();
+    assert_eq!(s.execution(RT, "e").await.unwrap(), before);
+    assert_eq!(s.pending(RT, None).await.unwrap().len(), 1);
+    assert_eq!(
+        s.snippet("other", "s").await.unwrap(),
+        Some(common::snippet("s"))
+    );
+}
+
+#[tokio::test]
+async fn a_second_connection_sees_committed_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    let a = SqliteStore::open(&path).unwrap();
+    let b = SqliteStore::open_with(
+        &path,
+        &SqliteOptions {
+            synchronous_full: true,
+            busy_timeout: Duration::from_secs(2),
+            quick_check: false,
+        },
+    )
+    .unwrap();
+    a.insert_execution(RT, &execution("e", 1), &lease("a", FAR), 50)
+        .await
+        .unwrap();
+    assert!(b.execution(RT, "e").await.unwrap().is_some());
+    let c = Commit {
+        execution_id: "e".into(),
+        owner: Some("a".into()),
+        entries: vec![entry(0, EntryState::Applied)],
+        transition: None,
+    };
+    assert!(b.commit(RT, &c).await.unwrap());
+    assert_eq!(a.execution(RT, "e").await.unwrap().unwrap().log.len(), 1);
+}
+
+#[test]
+fn many_connections_opening_a_new_file_at_once_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| SqliteStore::open(&path).map(|_| ())))
+            .collect();
+        for h in handles {
+            h.join().unwrap().unwrap();
+        }
+    });
+}
+
+#[tokio::test]
+async fn megabyte_values_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    let s = SqliteStore::open(&path).unwrap();
+    let big = "é".repeat(500_000) + &"x".repeat(1_000_000 - 500_000);
+    let mut e = execution("big", 1);
+    e.code = big.clone();
+    s.insert_execution(RT, &e, &lease("n", FAR), 50)
+        .await
+        .unwrap();
+    let mut call = entry(0, EntryState::Applied);
+    call.args = json!({"body": big});
+    call.result = Some(json!([big, {"nested": big}]));
+    let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Completed, 2);
+    t.result = Some(json!(big));
+    t.error = Some(big.clone());
+    t.logs = Some(vec![big.clone()]);
+    let c = Commit {
+        execution_id: "big".into(),
+        owner: Some("n".into()),
+        entries: vec![call.clone()],
+        transition: Some(t),
+    };
+    assert!(s.commit(RT, &c).await.unwrap());
+    let mut snip = common::snippet("big");
+    snip.code = big.clone();
+    s.put_snippet(RT, &snip).await.unwrap();
+    drop(s);
+    let s = SqliteStore::open(&path).unwrap();
+    let got = s.execution(RT, "big").await.unwrap().unwrap();
+    assert_eq!(got.code, big);
+    assert_eq!(got.log, vec![call]);
+    assert_eq!(got.result, Some(json!(big)));
+    assert_eq!(got.error.as_deref(), Some(big.as_str()));
+    assert_eq!(got.logs, vec![big.clone()]);
+    assert_eq!(s.snippet(RT, "big").await.unwrap().unwrap().code, big);
+}
+
+const CHILD_ENV: &str = "CODEMODE_SQLITE_CHILD_DB";
+const CHILD_WRITES: usize = 150;
+
+/// Writes executions `child-*` into the file named by the environment (a no-op otherwise).
+#[tokio::test]
+async fn child_writer() {
+    let Ok(path) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let s = SqliteStore::open(&path).unwrap();
+    write_many(&s, "child").await;
+}
+
+async fn write_many(s: &SqliteStore, who: &str) {
+    for i in 0..CHILD_WRITES {
+        let id = format!("{who}-{i}");
+        s.insert_execution(RT, &execution(&id, i as i64), &lease(who, FAR), 10_000)
+            .await
+            .unwrap();
+        let c = Commit {
+            execution_id: id,
+            owner: Some(who.into()),
+            entries: vec![entry(0, EntryState::Applied)],
+            transition: Some(Transition::new(
+                ExecutionStatus::Running,
+                ExecutionStatus::Completed,
+                i as i64,
+            )),
+        };
+        assert!(s.commit(RT, &c).await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn two_processes_write_the_same_file_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    let s = SqliteStore::open(&path).unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["child_writer", "--exact", "--quiet"])
+        .env(CHILD_ENV, &path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    write_many(&s, "parent").await;
+    assert!(child.wait().unwrap().success());
+    let all = s.executions(RT, None, None).await.unwrap();
+    assert_eq!(all.len(), 2 * CHILD_WRITES);
+    for who in ["parent", "child"] {
+        let mine = all.iter().filter(|e| e.id.starts_with(who)).count();
+        assert_eq!(mine, CHILD_WRITES, "{who}");
+    }
+    assert!(all
+        .iter()
+        .all(|e| e.status == ExecutionStatus::Completed && e.log.len() == 1));
+}
