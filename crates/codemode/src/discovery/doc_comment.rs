@@ -69,15 +69,18 @@ fn render_value(value: &Value) -> String {
 
 /// Renders doc lines as a comment at `indent`, ending in a newline; empty when there are none.
 ///
-/// One short line stays on one line (`/** text */`); anything longer becomes a block.
+/// Short docs without blank lines stay on one line (`/** text @format uri */`); anything
+/// longer becomes a block, one line per line.
 pub(crate) fn render_doc(lines: &[String], indent: &str) -> String {
     let lines: Vec<String> = trim_blank_edges(lines)
         .iter()
         .map(|line| escape_comment(line))
         .collect();
+    let joined = lines.join(" ");
+    let fits_one_line = lines.iter().all(|l| !l.is_empty()) && joined.chars().count() <= 100;
     match lines.as_slice() {
         [] => String::new(),
-        [one] if one.chars().count() <= 100 => format!("{indent}/** {one} */\n"),
+        _ if fits_one_line => format!("{indent}/** {joined} */\n"),
         many => {
             let mut out = format!("{indent}/**\n");
             for line in many {
@@ -121,12 +124,24 @@ mod tests {
     fn short_doc_is_one_line_and_long_doc_is_a_block() {
         let one = schema_doc_lines(&json!({"description": "The name."}));
         assert_eq!(render_doc(&one, "  "), "  /** The name. */\n");
-        let many = schema_doc_lines(
+        let short = schema_doc_lines(
             &json!({"description": "When.", "format": "date-time", "default": "now", "examples": [1]}),
         );
         assert_eq!(
-            render_doc(&many, ""),
-            "/**\n * When.\n * @format date-time\n * @default \"now\"\n * @example 1\n */\n"
+            render_doc(&short, ""),
+            "/** When. @format date-time @default \"now\" @example 1 */\n"
+        );
+        let long = schema_doc_lines(
+            &json!({"description": "When the thing that happened happened, as seen by the server that saw it happen, in its own time zone.", "format": "date-time"}),
+        );
+        assert_eq!(
+            render_doc(&long, ""),
+            "/**\n * When the thing that happened happened, as seen by the server that saw it happen, in its own time zone.\n * @format date-time\n */\n"
+        );
+        let paragraphs = vec!["One.".to_string(), String::new(), "Two.".to_string()];
+        assert_eq!(
+            render_doc(&paragraphs, ""),
+            "/**\n * One.\n *\n * Two.\n */\n"
         );
         assert_eq!(render_doc(&[], ""), "");
     }

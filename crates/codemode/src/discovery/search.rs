@@ -14,7 +14,7 @@ pub const MAX_QUERY_WORDS: usize = 32;
 const SHORT_QUERY_WORDS: usize = 3;
 
 /// Points for a query word found in the method name.
-const NAME_WEIGHT: f32 = 10.0;
+const NAME_WEIGHT: f32 = 6.0;
 /// Points for a query word found in the summary (first sentence of the description).
 const SUMMARY_WEIGHT: f32 = 4.0;
 /// Points for a query word found in the connector name.
@@ -23,8 +23,10 @@ const CONNECTOR_WEIGHT: f32 = 3.0;
 const DESCRIPTION_WEIGHT: f32 = 1.0;
 /// Factor for a query word that only starts a word of the field (`repo` in `repository`).
 const PREFIX_FACTOR: f32 = 0.6;
-/// Points for a name made only of query words (scaled by the share of the name matched).
-const NAME_COVERAGE_WEIGHT: f32 = 6.0;
+/// Points for a name or summary made only of query words, scaled by the share of its words
+/// the query matched (the better of the two): `list pull requests` prefers the method whose
+/// summary is "List pull requests" over one whose name merely contains those words among others.
+const COVERAGE_WEIGHT: f32 = 20.0;
 /// Points when the query is the method name or path itself.
 const EXACT_NAME_BONUS: f32 = 50.0;
 /// Shortest query word that also matches as a prefix.
@@ -100,6 +102,8 @@ struct Posting {
 struct DocStats {
     /// Non-stopword words in the name.
     name_words: u16,
+    /// Non-stopword words in the summary.
+    summary_words: u16,
     /// The method name, lowercased.
     name: String,
     /// `connector.method`, lowercased.
@@ -190,15 +194,17 @@ impl SearchIndex {
         for (id, doc) in docs.into_iter().enumerate() {
             let id = id as u32;
             let name_words = tokenize(doc.name);
+            let summary_words = tokenize(doc.summary);
             stats.push(DocStats {
-                name_words: name_words.iter().filter(|w| !is_stopword(w)).count().max(1) as u16,
+                name_words: content_count(&name_words),
+                summary_words: content_count(&summary_words),
                 name: doc.name.to_lowercase(),
                 path: format!("{}.{}", doc.connector, doc.name).to_lowercase(),
             });
             let fields = [
                 (NAME, name_words),
                 (CONNECTOR, tokenize(doc.connector)),
-                (SUMMARY, tokenize(doc.summary)),
+                (SUMMARY, summary_words),
                 (DESCRIPTION, tokenize(doc.description)),
             ];
             for (field, words) in fields {
@@ -236,8 +242,9 @@ impl SearchIndex {
         let mut score = vec![0f32; n];
         let mut matched = vec![0u16; n];
         let mut in_name = vec![0u16; n];
+        let mut in_summary = vec![0u16; n];
         let mut best = vec![0f32; n];
-        let mut best_is_name = vec![false; n];
+        let mut hit_fields = vec![0u8; n];
         let mut touched: Vec<u32> = Vec::new();
         for word in &query.words {
             touched.clear();
@@ -245,22 +252,21 @@ impl SearchIndex {
                 for posting in &self.postings[token_id] {
                     let d = posting.doc as usize;
                     let points = field_points(posting.fields) * factor;
-                    if best[d] == 0.0 {
+                    if hit_fields[d] == 0 {
                         touched.push(posting.doc);
                     }
-                    if points > best[d] {
-                        best[d] = points;
-                        best_is_name[d] = posting.fields & NAME != 0;
-                    }
+                    hit_fields[d] |= posting.fields;
+                    best[d] = best[d].max(points);
                 }
             }
             for &d in &touched {
                 let d = d as usize;
                 score[d] += best[d];
                 matched[d] += 1;
-                in_name[d] += u16::from(best_is_name[d]);
+                in_name[d] += u16::from(hit_fields[d] & NAME != 0);
+                in_summary[d] += u16::from(hit_fields[d] & SUMMARY != 0);
                 best[d] = 0.0;
-                best_is_name[d] = false;
+                hit_fields[d] = 0;
             }
         }
         let mut hits = Vec::new();
@@ -269,9 +275,10 @@ impl SearchIndex {
                 continue;
             }
             let stats = &self.docs[d];
-            let coverage =
-                f32::from(in_name[d].min(stats.name_words)) / f32::from(stats.name_words);
-            let mut total = score[d] + NAME_COVERAGE_WEIGHT * coverage;
+            let mut total = score[d]
+                + COVERAGE_WEIGHT
+                    * coverage(in_name[d], stats.name_words)
+                        .max(coverage(in_summary[d], stats.summary_words));
             if query.text == stats.name || query.text == stats.path {
                 total += EXACT_NAME_BONUS;
             }
@@ -297,6 +304,18 @@ impl SearchIndex {
     }
 }
 
+/// Distinct words of a field that are not stopwords (at least 1, to divide by).
+fn content_count(words: &[String]) -> u16 {
+    let distinct: std::collections::HashSet<&String> =
+        words.iter().filter(|w| !is_stopword(w)).collect();
+    distinct.len().clamp(1, u16::MAX as usize) as u16
+}
+
+/// The share of a field's words that query words matched.
+fn coverage(matched: u16, words: u16) -> f32 {
+    f32::from(matched.min(words)) / f32::from(words.max(1))
+}
+
 fn field_points(fields: u8) -> f32 {
     if fields & NAME != 0 {
         NAME_WEIGHT
@@ -317,17 +336,19 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
         return None;
     }
     let name = tokenize(doc.name);
+    let summary = tokenize(doc.summary);
     let fields = [
         (NAME, &name),
-        (SUMMARY, &tokenize(doc.summary)),
+        (SUMMARY, &summary),
         (DESCRIPTION, &tokenize(doc.description)),
     ];
     let mut total = 0.0;
     let mut matched = 0;
     let mut in_name = 0u16;
+    let mut in_summary = 0u16;
     for word in &query.words {
         let mut best = 0.0f32;
-        let mut best_is_name = false;
+        let mut hit = 0u8;
         for (field, words) in &fields {
             for candidate in words.iter() {
                 let factor = if candidate == word {
@@ -337,24 +358,23 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
                 } else {
                     continue;
                 };
-                let points = field_points(*field) * factor;
-                if points > best {
-                    best = points;
-                    best_is_name = *field == NAME;
-                }
+                best = best.max(field_points(*field) * factor);
+                hit |= field;
             }
         }
-        if best > 0.0 {
+        if hit != 0 {
             total += best;
             matched += 1;
-            in_name += u16::from(best_is_name);
+            in_name += u16::from(hit & NAME != 0);
+            in_summary += u16::from(hit & SUMMARY != 0);
         }
     }
     if matched < query.required {
         return None;
     }
-    let name_words = name.iter().filter(|w| !is_stopword(w)).count().max(1) as u16;
-    total += NAME_COVERAGE_WEIGHT * f32::from(in_name.min(name_words)) / f32::from(name_words);
+    total += COVERAGE_WEIGHT
+        * coverage(in_name, content_count(&name))
+            .max(coverage(in_summary, content_count(&summary)));
     if query.text == doc.name.to_lowercase() {
         total += EXACT_NAME_BONUS;
     }

@@ -725,7 +725,7 @@ mod tests {
         );
         assert_eq!(
             out,
-            "/** A thing. */\ntype T = {\n  /**\n   * Ends *\\/ here\\u2028now\n   * @format date-time\n   */\n  when?: string;\n  /**\n   * @default 30\n   * @example 5\n   */\n  n?: number;\n};\n"
+            "/** A thing. */\ntype T = {\n  /** Ends *\\/ here\\u2028now @format date-time */\n  when?: string;\n  /** @default 30 @example 5 */\n  n?: number;\n};\n"
         );
     }
 
