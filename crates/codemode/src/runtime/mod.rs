@@ -1,6 +1,5 @@
 //! The runtime: runs model code in passes, logs every call, pauses, resumes and rolls back.
 
-mod catalog_shim;
 mod control;
 mod pass;
 mod registry;
@@ -114,7 +113,7 @@ pub(crate) struct Inner {
     pub store: Arc<dyn Store>,
     pub executor: Arc<dyn Executor>,
     pub registry: Registry,
-    pub catalog: catalog_shim::Catalog,
+    pub catalog: crate::discovery::Catalog,
     pub max_executions: usize,
     pub transform_result: Option<TransformResult>,
     pub lease: Duration,

@@ -1,6 +1,6 @@
 //! The `codemode` SDK calls that are not logged: search, describe and run.
 
-use super::catalog_shim::{Catalog, ConnectorInfo};
+use crate::discovery::{Catalog, ConnectorInfo};
 use super::registry::Registry;
 use super::Runtime;
 use crate::error::RuntimeError;
@@ -28,7 +28,7 @@ pub(super) fn build_catalog(
             }
         })
         .collect();
-    Catalog::new(infos).map_err(|e| RuntimeError::InvalidConnector(e))
+    Catalog::new(infos).map_err(|e| RuntimeError::InvalidConnector(e.to_string()))
 }
 
 /// Answers `codemode.search`, `codemode.describe` and `codemode.run` from inside a pass.
@@ -107,7 +107,7 @@ fn run_snippet(
 
 impl Runtime {
     /// The tool to hand the model: name, description and input schema.
-    pub fn tool(&self) -> super::catalog_shim::ToolDefinition {
+    pub fn tool(&self) -> crate::discovery::ToolDefinition {
         self.inner.catalog.tool_definition()
     }
 
@@ -115,7 +115,7 @@ impl Runtime {
     pub async fn search(
         &self,
         query: &str,
-    ) -> Result<super::catalog_shim::SearchOutput, RuntimeError> {
+    ) -> Result<crate::discovery::SearchOutput, RuntimeError> {
         let snippets = self.inner.store.snippets(&self.inner.name).await?;
         Ok(self.inner.catalog.search(query, &snippets))
     }
@@ -124,7 +124,7 @@ impl Runtime {
     pub async fn describe(
         &self,
         target: &str,
-    ) -> Result<Result<super::catalog_shim::DescribeOutput, String>, RuntimeError> {
+    ) -> Result<Result<crate::discovery::DescribeOutput, String>, RuntimeError> {
         let snippets = self.inner.store.snippets(&self.inner.name).await?;
         Ok(self.inner.catalog.describe(target, &snippets))
     }
