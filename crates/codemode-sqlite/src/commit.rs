@@ -1,8 +1,9 @@
 //! The hot path: [`commit`] (entries plus a status change, as one CAS) and [`claim`].
 
 use crate::codec::{json, json_strings, seq_to_sql, Ctx};
+use crate::tx::Tx;
 use codemode::{Commit, ExecutionStatus, Lease, LogEntry, StoreError, Transition};
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{params, Connection};
 
 /// Every column is replaced, so `OR REPLACE` (delete + insert of the one row) is the upsert;
 /// it measured faster than `ON CONFLICT DO UPDATE` here.
@@ -47,9 +48,7 @@ pub(crate) fn commit(
     if let Some(t) = &commit.transition {
         legal(t.from, t.to)?;
     }
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .ctx(loc, "starting a commit")?;
+    let tx = Tx::write(conn, loc)?;
     let id = commit.execution_id.as_str();
     let holds = match (&commit.transition, &commit.owner) {
         (Some(t), owner) => transition(&tx, loc, runtime, id, t, owner.as_deref())?,
@@ -69,7 +68,7 @@ pub(crate) fn commit(
     for entry in &commit.entries {
         upsert_entry(&tx, loc, runtime, id, entry)?;
     }
-    tx.commit().ctx(loc, "committing")?;
+    tx.commit(loc)?;
     Ok(true)
 }
 

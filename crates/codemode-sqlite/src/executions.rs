@@ -4,8 +4,9 @@ use crate::codec::{
     json, json_strings, status, Ctx, RawEntry, RawExecution, ENTRY_COLUMNS, EXECUTION_COLUMNS,
 };
 use crate::commit::upsert_entry;
+use crate::tx::Tx;
 use codemode::{Execution, ExecutionStatus, Lease, LogEntry, PendingAction, StoreError};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 
 const INSERT: &str = "
@@ -36,9 +37,7 @@ pub(crate) fn insert(
     let logs = json_strings(&execution.logs)?;
     let connectors = json_strings(&execution.connectors)?;
     let running = execution.status == ExecutionStatus::Running;
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .ctx(loc, "starting an insert")?;
+    let tx = Tx::write(conn, loc)?;
     let inserted = tx.prepare_cached(INSERT).and_then(|mut s| {
         s.execute(params![
             runtime,
@@ -68,7 +67,7 @@ pub(crate) fn insert(
         upsert_entry(&tx, loc, runtime, &execution.id, entry)?;
     }
     let pruned = prune_in(&tx, loc, runtime, keep)?;
-    tx.commit().ctx(loc, "committing an insert")?;
+    tx.commit(loc)?;
     Ok(pruned)
 }
 
@@ -79,11 +78,9 @@ pub(crate) fn prune(
     runtime: &str,
     keep: usize,
 ) -> Result<usize, StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .ctx(loc, "starting a prune")?;
+    let tx = Tx::write(conn, loc)?;
     let pruned = prune_in(&tx, loc, runtime, keep)?;
-    tx.commit().ctx(loc, "committing a prune")?;
+    tx.commit(loc)?;
     Ok(pruned)
 }
 
@@ -116,9 +113,7 @@ pub(crate) fn delete(
     runtime: &str,
     id: &str,
 ) -> Result<Option<ExecutionStatus>, StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .ctx(loc, "starting a delete")?;
+    let tx = Tx::write(conn, loc)?;
     let found: Option<String> = tx
         .prepare_cached("SELECT status FROM executions WHERE runtime = ?1 AND id = ?2")
         .and_then(|mut s| s.query_row(params![runtime, id], |r| r.get(0)).optional())
@@ -127,7 +122,7 @@ pub(crate) fn delete(
         return Ok(None);
     };
     remove(&tx, loc, runtime, id)?;
-    tx.commit().ctx(loc, "committing a delete")?;
+    tx.commit(loc)?;
     status(&found).map(Some)
 }
 
@@ -138,7 +133,7 @@ pub(crate) fn get(
     runtime: &str,
     id: &str,
 ) -> Result<Option<Execution>, StoreError> {
-    let tx = conn.transaction().ctx(loc, "starting a read")?;
+    let tx = Tx::read(conn, loc)?;
     let raw = tx
         .prepare_cached(&format!(
             "SELECT {EXECUTION_COLUMNS} FROM executions WHERE runtime = ?1 AND id = ?2"
@@ -161,7 +156,7 @@ pub(crate) fn get(
                 .collect()
         })
         .ctx(loc, "reading a log")?;
-    drop(tx);
+    tx.commit(loc)?;
     let log = entries
         .into_iter()
         .map(RawEntry::decode)
@@ -178,7 +173,7 @@ pub(crate) fn list(
     only: Option<ExecutionStatus>,
 ) -> Result<Vec<Execution>, StoreError> {
     let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    let tx = conn.transaction().ctx(loc, "starting a read")?;
+    let tx = Tx::read(conn, loc)?;
     let rows: Vec<RawExecution> = tx
         .prepare_cached(&format!(
             "SELECT {EXECUTION_COLUMNS} FROM executions
@@ -214,7 +209,7 @@ pub(crate) fn list(
             .collect()
         })
         .ctx(loc, "reading logs")?;
-    drop(tx);
+    tx.commit(loc)?;
     let mut logs: Vec<Vec<LogEntry>> = vec![Vec::new(); rows.len()];
     for (id, raw) in entries {
         if let Some(&i) = index.get(id.as_str()) {

@@ -23,6 +23,7 @@ mod executions;
 mod open;
 mod schema;
 mod snippets;
+mod tx;
 
 use async_trait::async_trait;
 use codemode::{

@@ -2,10 +2,11 @@
 
 use crate::codec::Ctx;
 use crate::schema;
+use crate::tx::Tx;
 use codemode::StoreError;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How a [`crate::SqliteStore`] opens its file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,18 +44,19 @@ pub(crate) fn open(
     conn.busy_timeout(options.busy_timeout)
         .ctx(location, "setting the busy timeout")?;
 
-    let application_id: i32 = conn
+    // One snapshot: another process may be creating the schema at this very moment.
+    let snapshot = Tx::read(&conn, location)?;
+    let application_id: i32 = snapshot
         .pragma_query_value(None, "application_id", |r| r.get(0))
         .ctx(location, "reading the application id")?;
-    let version: i64 = conn
+    let version: i64 = snapshot
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .ctx(location, "reading the schema version")?;
-    let tables = table_names(&conn).ctx(location, "listing tables")?;
+    let tables = table_names(&snapshot).ctx(location, "listing tables")?;
+    snapshot.commit(location)?;
     schema::identify(location, application_id, version, &tables)?;
 
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-        .ctx(location, "switching to WAL")?;
+    let mode = switch_to_wal(&conn, location, options.busy_timeout)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::Backend(format!(
             "cannot switch {location} to WAL mode (journal_mode is {mode})"
@@ -73,6 +75,29 @@ pub(crate) fn open(
     schema::migrate(&mut conn, location)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
+}
+
+/// Sets WAL mode. The switch needs the file to itself and SQLite reports a busy file at once
+/// (the busy handler is not consulted), so it is retried until `timeout`.
+fn switch_to_wal(
+    conn: &Connection,
+    location: &str,
+    timeout: Duration,
+) -> Result<String, StoreError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                ) && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            other => return other.ctx(location, "switching to WAL"),
+        }
+    }
 }
 
 fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {

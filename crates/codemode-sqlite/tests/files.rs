@@ -241,16 +241,20 @@ async fn a_second_connection_sees_committed_data() {
 
 #[test]
 fn many_connections_opening_a_new_file_at_once_all_succeed() {
+    // Identification reads one snapshot and migrations re-check the version under the write
+    // lock, so a connection never sees a half-created schema. Several rounds to catch races.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("codemode.db");
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..4)
-            .map(|_| scope.spawn(|| SqliteStore::open(&path).map(|_| ())))
-            .collect();
-        for h in handles {
-            h.join().unwrap().unwrap();
-        }
-    });
+    for round in 0..10 {
+        let path = dir.path().join(format!("codemode-{round}.db"));
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| SqliteStore::open(&path).map(|_| ())))
+                .collect();
+            for h in handles {
+                h.join().unwrap().unwrap();
+            }
+        });
+    }
 }
 
 #[tokio::test]
