@@ -1,0 +1,141 @@
+//! Conversion between rows and the core's records.
+
+use codemode::{EntryState, Execution, ExecutionStatus, LogEntry, StoreError};
+use serde_json::Value;
+use tokio_postgres::Row;
+
+/// JSON text of a value.
+pub(crate) fn json(value: &Value) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("encoding JSON: {e}")))
+}
+
+/// JSON text of a list of strings.
+pub(crate) fn json_strings(values: &[String]) -> Result<String, StoreError> {
+    serde_json::to_string(values).map_err(|e| StoreError::Backend(format!("encoding JSON: {e}")))
+}
+
+/// Parses stored JSON text.
+pub(crate) fn value(text: &str, what: &str) -> Result<Value, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Decode(format!("{what}: {e}")))
+}
+
+fn strings(text: &str, what: &str) -> Result<Vec<String>, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Decode(format!("{what}: {e}")))
+}
+
+/// A seq as stored (BIGINT is signed).
+pub(crate) fn seq_to_sql(seq: u64) -> Result<i64, StoreError> {
+    i64::try_from(seq).map_err(|_| StoreError::Backend(format!("seq {seq} is too large")))
+}
+
+/// A stored seq.
+pub(crate) fn seq_from_sql(seq: i64) -> Result<u64, StoreError> {
+    u64::try_from(seq).map_err(|_| StoreError::Decode(format!("negative seq {seq}")))
+}
+
+/// Parses a stored execution status.
+pub(crate) fn status(text: &str) -> Result<ExecutionStatus, StoreError> {
+    ExecutionStatus::parse(text)
+        .ok_or_else(|| StoreError::Decode(format!("unknown execution status {text:?}")))
+}
+
+/// Reads column `i`, turning a type mismatch into [`StoreError::Decode`].
+pub(crate) fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    i: usize,
+) -> Result<T, StoreError> {
+    row.try_get(i)
+        .map_err(|e| StoreError::Decode(format!("column {i}: {e}")))
+}
+
+/// An execution with its whole log, aggregated into arrays by the query, in one snapshot.
+pub(crate) const EXECUTION_WITH_LOG: &str = "
+SELECT e.id, e.code, e.status, e.result, e.error, e.logs, e.connectors, e.created_at,
+       e.updated_at, l.seqs, l.connectors, l.methods, l.args, l.results, l.errors,
+       l.approvals, l.ephemerals, l.states
+FROM codemode_executions e
+CROSS JOIN LATERAL (
+    SELECT array_agg(seq ORDER BY seq) AS seqs,
+           array_agg(connector ORDER BY seq) AS connectors,
+           array_agg(method ORDER BY seq) AS methods,
+           array_agg(args ORDER BY seq) AS args,
+           array_agg(result ORDER BY seq) AS results,
+           array_agg(error ORDER BY seq) AS errors,
+           array_agg(requires_approval ORDER BY seq) AS approvals,
+           array_agg(ephemeral ORDER BY seq) AS ephemerals,
+           array_agg(state ORDER BY seq) AS states
+    FROM codemode_log_entries
+    WHERE runtime = e.runtime AND execution_id = e.id
+) l";
+
+/// Decodes one row of [`EXECUTION_WITH_LOG`].
+pub(crate) fn execution(row: &Row) -> Result<Execution, StoreError> {
+    let id: String = get(row, 0)?;
+    let what = |field: &str| format!("execution {id} {field}");
+    let result: Option<String> = get(row, 3)?;
+    let logs: String = get(row, 5)?;
+    let connectors: String = get(row, 6)?;
+    Ok(Execution {
+        code: get(row, 1)?,
+        status: status(&get::<String>(row, 2)?)?,
+        log: log(row, 9)?,
+        result: result.map(|t| value(&t, &what("result"))).transpose()?,
+        error: get(row, 4)?,
+        logs: strings(&logs, &what("logs"))?,
+        connectors: strings(&connectors, &what("connectors"))?,
+        created_at: get(row, 7)?,
+        updated_at: get(row, 8)?,
+        id,
+    })
+}
+
+/// Decodes the nine entry arrays starting at column `at`.
+fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
+    let seqs: Option<Vec<i64>> = get(row, at)?;
+    let Some(seqs) = seqs else {
+        return Ok(Vec::new());
+    };
+    let mut connectors: Vec<String> = get(row, at + 1)?;
+    let mut methods: Vec<String> = get(row, at + 2)?;
+    let args: Vec<String> = get(row, at + 3)?;
+    let mut results: Vec<Option<String>> = get(row, at + 4)?;
+    let mut errors: Vec<Option<String>> = get(row, at + 5)?;
+    let approvals: Vec<bool> = get(row, at + 6)?;
+    let ephemerals: Vec<bool> = get(row, at + 7)?;
+    let states: Vec<String> = get(row, at + 8)?;
+    let n = seqs.len();
+    let lens = [
+        connectors.len(),
+        methods.len(),
+        args.len(),
+        results.len(),
+        errors.len(),
+        approvals.len(),
+        ephemerals.len(),
+        states.len(),
+    ];
+    if lens.iter().any(|&l| l != n) {
+        return Err(StoreError::Decode("log columns of unequal length".into()));
+    }
+    let mut out = Vec::with_capacity(n);
+    for (i, seq) in seqs.into_iter().enumerate() {
+        let seq = seq_from_sql(seq)?;
+        let state = &states[i];
+        out.push(LogEntry {
+            seq,
+            connector: std::mem::take(&mut connectors[i]),
+            method: std::mem::take(&mut methods[i]),
+            args: value(&args[i], &format!("seq {seq} args"))?,
+            result: results[i]
+                .take()
+                .map(|t| value(&t, &format!("seq {seq} result")))
+                .transpose()?,
+            error: errors[i].take(),
+            requires_approval: approvals[i],
+            ephemeral: ephemerals[i],
+            state: EntryState::parse(state)
+                .ok_or_else(|| StoreError::Decode(format!("unknown entry state {state:?}")))?,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,262 @@
+//! Executions: insert with retention, reads with their logs, delete, prune, stale, pending.
+
+use crate::codec::{self, get, json, json_strings, seq_from_sql, status, value};
+use crate::commit::{upsert_entries, EntryArrays};
+use crate::error::{map_error, Ctx};
+use codemode::{Execution, ExecutionStatus, Lease, PendingAction, StoreError};
+use deadpool_postgres::Client;
+use std::sync::LazyLock;
+use tokio_postgres::types::ToSql;
+
+/// Terminal executions of `$1` past the newest `$K`, deleted (their logs by cascade).
+fn prune_sql(keep: &str) -> String {
+    format!(
+        "DELETE FROM codemode_executions
+    WHERE status IN ('completed', 'error', 'rejected', 'rolled_back')
+      AND pk IN (SELECT pk FROM codemode_executions
+                 WHERE runtime = $1
+                   AND status IN ('completed', 'error', 'rejected', 'rolled_back')
+                 ORDER BY created_at DESC, pk DESC OFFSET {keep})
+    RETURNING 1"
+    )
+}
+
+/// Insert, its entries and the prune as one statement: one round trip, one transaction.
+/// The prune does not see the new row, which is not terminal anyway.
+static INSERT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH cas AS (
+    INSERT INTO codemode_executions (runtime, id, code, status, result, error, logs,
+                                     connectors, created_at, updated_at, lease_owner,
+                                     lease_until_ms)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+    RETURNING 1
+), entries AS (
+    {}
+), pruned AS (
+    {}
+)
+SELECT count(*) FROM pruned",
+        upsert_entries(14),
+        prune_sql("$13")
+    )
+});
+
+static PRUNE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH pruned AS ({}) SELECT count(*) FROM pruned",
+        prune_sql("$2")
+    )
+});
+
+/// Inserts a running execution (and any entries it carries), then prunes beyond `keep`.
+pub(crate) async fn insert(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    execution: &Execution,
+    lease: &Lease,
+    keep: usize,
+) -> Result<usize, StoreError> {
+    let result = execution.result.as_ref().map(json).transpose()?;
+    let logs = json_strings(&execution.logs)?;
+    let connectors = json_strings(&execution.connectors)?;
+    let running = execution.status == ExecutionStatus::Running;
+    let owner = running.then_some(lease.owner.as_str());
+    let until = running.then_some(lease.until_ms);
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    let entries = EntryArrays::new(&execution.log)?;
+    let status = execution.status.as_str();
+    let head: [&(dyn ToSql + Sync); 13] = [
+        &runtime,
+        &execution.id,
+        &execution.code,
+        &status,
+        &result,
+        &execution.error,
+        &logs,
+        &connectors,
+        &execution.created_at,
+        &execution.updated_at,
+        &owner,
+        &until,
+        &keep,
+    ];
+    let params: Vec<&(dyn ToSql + Sync)> = head.into_iter().chain(entries.params()).collect();
+    let stmt = client
+        .prepare_cached(&INSERT)
+        .await
+        .ctx(loc, "preparing an insert")?;
+    let pruned: i64 = match client.query_one(&stmt, &params).await {
+        Ok(row) => get(&row, 0)?,
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
+            return Err(StoreError::Backend(format!(
+                "execution {} already exists in runtime {runtime:?} ({loc})",
+                execution.id
+            )))
+        }
+        Err(e) => return Err(map_error(loc, "inserting an execution", e)),
+    };
+    Ok(usize::try_from(pruned).unwrap_or(0))
+}
+
+/// Deletes terminal executions beyond the newest `keep`.
+pub(crate) async fn prune(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    keep: usize,
+) -> Result<usize, StoreError> {
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    let stmt = client
+        .prepare_cached(&PRUNE)
+        .await
+        .ctx(loc, "preparing a prune")?;
+    let row = client
+        .query_one(&stmt, &[&runtime, &keep])
+        .await
+        .ctx(loc, "pruning executions")?;
+    Ok(usize::try_from(get::<i64>(&row, 0)?).unwrap_or(0))
+}
+
+/// Deletes one execution and its log; returns its status if it existed.
+pub(crate) async fn delete(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+) -> Result<Option<ExecutionStatus>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "DELETE FROM codemode_executions WHERE runtime = $1 AND id = $2 RETURNING status",
+        )
+        .await
+        .ctx(loc, "preparing a delete")?;
+    let row = client
+        .query_opt(&stmt, &[&runtime, &id])
+        .await
+        .ctx(loc, "deleting an execution")?;
+    match row {
+        Some(row) => status(&get::<String>(&row, 0)?).map(Some),
+        None => Ok(None),
+    }
+}
+
+static GET: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} WHERE e.runtime = $1 AND e.id = $2",
+        codec::EXECUTION_WITH_LOG
+    )
+});
+
+static LIST: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} WHERE e.runtime = $1 AND ($2::text IS NULL OR e.status = $2::text)
+         ORDER BY e.created_at DESC, e.pk DESC LIMIT $3::bigint",
+        codec::EXECUTION_WITH_LOG
+    )
+});
+
+/// One execution with its log, read in one statement (one snapshot).
+pub(crate) async fn get_one(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+) -> Result<Option<Execution>, StoreError> {
+    let stmt = client
+        .prepare_cached(&GET)
+        .await
+        .ctx(loc, "preparing a read")?;
+    let row = client
+        .query_opt(&stmt, &[&runtime, &id])
+        .await
+        .ctx(loc, "reading an execution")?;
+    row.as_ref().map(codec::execution).transpose()
+}
+
+/// Executions newest first with their logs, in one statement.
+pub(crate) async fn list(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    limit: Option<usize>,
+    only: Option<ExecutionStatus>,
+) -> Result<Vec<Execution>, StoreError> {
+    let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+    let only = only.map(|s| s.as_str());
+    let stmt = client
+        .prepare_cached(&LIST)
+        .await
+        .ctx(loc, "preparing a list")?;
+    let rows = client
+        .query(&stmt, &[&runtime, &only, &limit])
+        .await
+        .ctx(loc, "listing executions")?;
+    rows.iter().map(codec::execution).collect()
+}
+
+/// Paused ones last updated before `before_ms`; running ones too once their lease expired.
+pub(crate) async fn stale(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    before_ms: i64,
+    now_ms: i64,
+) -> Result<Vec<(String, ExecutionStatus)>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT id, status FROM codemode_executions
+             WHERE runtime = $1 AND updated_at < $2
+               AND (status = 'paused' OR (status = 'running'
+                    AND (lease_until_ms IS NULL OR lease_until_ms < $3)))
+             ORDER BY created_at, pk",
+        )
+        .await
+        .ctx(loc, "preparing a stale query")?;
+    let rows = client
+        .query(&stmt, &[&runtime, &before_ms, &now_ms])
+        .await
+        .ctx(loc, "finding stale executions")?;
+    rows.iter()
+        .map(|r| Ok((get(r, 0)?, status(&get::<String>(r, 1)?)?)))
+        .collect()
+}
+
+/// Pending entries of paused executions, newest execution first, each in seq order.
+pub(crate) async fn pending(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    id: Option<&str>,
+) -> Result<Vec<PendingAction>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT l.execution_id, l.seq, l.connector, l.method, l.args
+             FROM codemode_executions e JOIN codemode_log_entries l
+               ON l.runtime = e.runtime AND l.execution_id = e.id
+             WHERE e.runtime = $1 AND e.status = 'paused' AND l.state = 'pending'
+               AND ($2::text IS NULL OR e.id = $2::text)
+             ORDER BY e.created_at DESC, e.pk DESC, l.seq",
+        )
+        .await
+        .ctx(loc, "preparing a pending query")?;
+    let rows = client
+        .query(&stmt, &[&runtime, &id])
+        .await
+        .ctx(loc, "listing pending actions")?;
+    rows.iter()
+        .map(|r| {
+            let execution_id: String = get(r, 0)?;
+            let seq = seq_from_sql(get(r, 1)?)?;
+            let args: String = get(r, 4)?;
+            Ok(PendingAction {
+                args: value(&args, &format!("execution {execution_id} seq {seq} args"))?,
+                seq,
+                connector: get(r, 2)?,
+                method: get(r, 3)?,
+                execution_id,
+            })
+        })
+        .collect()
+}

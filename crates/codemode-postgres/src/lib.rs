@@ -1,0 +1,181 @@
+//! The Code Mode [`Store`] on PostgreSQL: many nodes, one state.
+//!
+//! [`PostgresStore::connect`] opens a pool of connections to one database and brings its
+//! schema up to date. Every table is keyed by the runtime name, so runtimes with different
+//! names share the database but never each other's history. Every status change is a
+//! compare-and-set on the expected status (and, during a pass, on the lease owner) made in
+//! the same statement as the log entries it carries, so of several nodes that approve,
+//! reject or expire one execution at once exactly one wins.
+//!
+//! # Round trips
+//! Each [`Store`] method is one SQL statement, prepared once per connection: a `commit`
+//! (status CAS plus entry upserts), a `claim`, an insert with its retention prune, a read of
+//! an execution with its whole log (entries aggregated into arrays) each cost one round trip.
+
+mod codec;
+mod commit;
+mod connect;
+mod error;
+mod executions;
+mod schema;
+pub mod scratch;
+mod snippets;
+
+use async_trait::async_trait;
+use codemode::{
+    Commit, Execution, ExecutionStatus, Lease, PendingAction, Snippet, Store, StoreError,
+};
+use deadpool_postgres::{Client, Pool};
+
+pub use connect::{redact, PostgresOptions};
+pub use schema::SCHEMA_VERSION;
+pub use scratch::ScratchDatabase;
+
+/// A [`Store`] kept in one PostgreSQL database, shared by any number of nodes.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    location: String,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`) with the default
+    /// [`PostgresOptions`] and migrates the schema.
+    pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
+        Self::connect_with(url, &PostgresOptions::default()).await
+    }
+
+    /// Connects to `url`: checks the server answers, refuses a newer schema, and runs any
+    /// pending migration. Errors name the server and the cause, never the password.
+    pub async fn connect_with(
+        url: &str,
+        options: &PostgresOptions,
+    ) -> Result<PostgresStore, StoreError> {
+        let (pool, location) = connect::pool(url, options)?;
+        let mut client = connect::get(&pool, &location, "connecting").await?;
+        schema::migrate(&mut client, &location).await?;
+        drop(client);
+        Ok(PostgresStore { pool, location })
+    }
+
+    /// The server and database, as shown in errors (without a password).
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Closes the pool: later operations fail, open connections end.
+    pub fn close(&self) {
+        self.pool.close();
+    }
+
+    async fn client(&self) -> Result<Client, StoreError> {
+        connect::get(&self.pool, &self.location, "getting a connection").await
+    }
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn insert_execution(
+        &self,
+        runtime: &str,
+        execution: &Execution,
+        lease: &Lease,
+        keep: usize,
+    ) -> Result<usize, StoreError> {
+        let c = self.client().await?;
+        executions::insert(&c, &self.location, runtime, execution, lease, keep).await
+    }
+
+    async fn execution(&self, runtime: &str, id: &str) -> Result<Option<Execution>, StoreError> {
+        let c = self.client().await?;
+        executions::get_one(&c, &self.location, runtime, id).await
+    }
+
+    async fn executions(
+        &self,
+        runtime: &str,
+        limit: Option<usize>,
+        status: Option<ExecutionStatus>,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let c = self.client().await?;
+        executions::list(&c, &self.location, runtime, limit, status).await
+    }
+
+    async fn commit(&self, runtime: &str, commit: &Commit) -> Result<bool, StoreError> {
+        let c = self.client().await?;
+        commit::commit(&c, &self.location, runtime, commit).await
+    }
+
+    async fn claim(
+        &self,
+        runtime: &str,
+        id: &str,
+        from: ExecutionStatus,
+        lease: &Lease,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let c = self.client().await?;
+        commit::claim(&c, &self.location, runtime, id, from, lease, now_ms).await
+    }
+
+    async fn delete_execution(
+        &self,
+        runtime: &str,
+        id: &str,
+    ) -> Result<Option<ExecutionStatus>, StoreError> {
+        let c = self.client().await?;
+        executions::delete(&c, &self.location, runtime, id).await
+    }
+
+    async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError> {
+        let c = self.client().await?;
+        executions::prune(&c, &self.location, runtime, keep).await
+    }
+
+    async fn stale_executions(
+        &self,
+        runtime: &str,
+        before_ms: i64,
+        now_ms: i64,
+    ) -> Result<Vec<(String, ExecutionStatus)>, StoreError> {
+        let c = self.client().await?;
+        executions::stale(&c, &self.location, runtime, before_ms, now_ms).await
+    }
+
+    async fn pending(
+        &self,
+        runtime: &str,
+        id: Option<&str>,
+    ) -> Result<Vec<PendingAction>, StoreError> {
+        let c = self.client().await?;
+        executions::pending(&c, &self.location, runtime, id).await
+    }
+
+    async fn put_snippet(&self, runtime: &str, snippet: &Snippet) -> Result<(), StoreError> {
+        let c = self.client().await?;
+        snippets::put(&c, &self.location, runtime, snippet).await
+    }
+
+    async fn snippet(&self, runtime: &str, name: &str) -> Result<Option<Snippet>, StoreError> {
+        let c = self.client().await?;
+        snippets::get_one(&c, &self.location, runtime, name).await
+    }
+
+    async fn snippets(&self, runtime: &str) -> Result<Vec<Snippet>, StoreError> {
+        let c = self.client().await?;
+        snippets::list(&c, &self.location, runtime).await
+    }
+
+    async fn delete_snippet(&self, runtime: &str, name: &str) -> Result<bool, StoreError> {
+        let c = self.client().await?;
+        snippets::delete(&c, &self.location, runtime, name).await
+    }
+}

@@ -1,0 +1,166 @@
+//! The schema, its version marker, and the migrations that run on open.
+
+use crate::error::{map_error, Ctx};
+use codemode::StoreError;
+use deadpool_postgres::Client;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build writes and reads (`codemode_schema_version.version`).
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Serialises migrations of one database across nodes (`pg_advisory_xact_lock`): `CoMo`.
+const MIGRATION_LOCK: i64 = 0x436f_4d6f;
+
+/// Version 1: the SQLite schema, with `codemode_` table names so that the database may hold
+/// other applications' tables, and log entries tied to their execution by a foreign key.
+/// JSON is kept as text, byte for byte as serialised (`jsonb` would reorder object keys).
+const V1: &str = "
+CREATE TABLE codemode_executions (
+    pk             BIGSERIAL PRIMARY KEY,
+    runtime        TEXT NOT NULL,
+    id             TEXT NOT NULL,
+    code           TEXT NOT NULL,
+    status         TEXT NOT NULL CHECK (status IN
+                     ('running', 'paused', 'completed', 'error', 'rejected', 'rolled_back')),
+    result         TEXT,
+    error          TEXT,
+    logs           TEXT NOT NULL,
+    connectors     TEXT NOT NULL,
+    created_at     BIGINT NOT NULL,
+    updated_at     BIGINT NOT NULL,
+    lease_owner    TEXT,
+    lease_until_ms BIGINT,
+    UNIQUE (runtime, id)
+);
+CREATE INDEX codemode_executions_by_age ON codemode_executions (runtime, created_at, pk);
+CREATE TABLE codemode_log_entries (
+    runtime           TEXT NOT NULL,
+    execution_id      TEXT NOT NULL,
+    seq               BIGINT NOT NULL CHECK (seq >= 0),
+    connector         TEXT NOT NULL,
+    method            TEXT NOT NULL,
+    args              TEXT NOT NULL,
+    result            TEXT,
+    error             TEXT,
+    requires_approval BOOLEAN NOT NULL,
+    ephemeral         BOOLEAN NOT NULL,
+    state             TEXT NOT NULL CHECK (state IN
+                        ('executing', 'applied', 'pending', 'reverted', 'error')),
+    PRIMARY KEY (runtime, execution_id, seq),
+    FOREIGN KEY (runtime, execution_id)
+        REFERENCES codemode_executions (runtime, id) ON DELETE CASCADE
+);
+CREATE TABLE codemode_snippets (
+    runtime      TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    description  TEXT NOT NULL,
+    code         TEXT NOT NULL,
+    saved_at     BIGINT NOT NULL,
+    input_schema TEXT,
+    connectors   TEXT NOT NULL,
+    PRIMARY KEY (runtime, name)
+);
+";
+
+const VERSION_TABLE: &str = "
+CREATE TABLE IF NOT EXISTS codemode_schema_version (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    version BIGINT NOT NULL
+)";
+
+/// Reads the version without writing anything; `None` when the version table is absent.
+async fn read_version(client: &Client, loc: &str) -> Result<Option<i64>, StoreError> {
+    let exists: bool = client
+        .query_one(
+            "SELECT to_regclass('codemode_schema_version') IS NOT NULL",
+            &[],
+        )
+        .await
+        .ctx(loc, "looking for the schema version table")?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let row = client
+        .query_opt(
+            "SELECT version FROM codemode_schema_version WHERE id = 1",
+            &[],
+        )
+        .await
+        .ctx(loc, "reading the schema version")?;
+    match row {
+        Some(row) => Ok(Some(row.get(0))),
+        None => Err(StoreError::Corrupt {
+            location: loc.to_string(),
+            detail: "codemode_schema_version has no row".into(),
+        }),
+    }
+}
+
+/// Refuses a newer schema, and brings an older one up to [`SCHEMA_VERSION`] in one
+/// transaction under an advisory lock, so that nodes opening a new database at once are safe.
+/// A database already at this version is only read.
+pub(crate) async fn migrate(client: &mut Client, loc: &str) -> Result<(), StoreError> {
+    match read_version(client, loc).await? {
+        Some(v) if v == SCHEMA_VERSION => return Ok(()),
+        Some(v) => check(loc, v)?,
+        None => {}
+    }
+    let tx = client
+        .transaction()
+        .await
+        .ctx(loc, "starting a migration")?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .ctx(loc, "waiting for the migration lock")?;
+    tx.batch_execute(VERSION_TABLE)
+        .await
+        .ctx(loc, "creating the schema version table")?;
+    let found: Option<i64> = tx
+        .query_opt(
+            "SELECT version FROM codemode_schema_version WHERE id = 1",
+            &[],
+        )
+        .await
+        .ctx(loc, "reading the schema version")?
+        .map(|r| r.get(0));
+    let mut version = found.unwrap_or(0);
+    check(loc, version)?;
+    while let Some(step) = usize::try_from(version)
+        .ok()
+        .and_then(|v| MIGRATIONS.get(v))
+    {
+        tx.batch_execute(step)
+            .await
+            .map_err(|e| map_error(loc, "running a schema migration", e))?;
+        version += 1;
+        tracing::info!(location = loc, to = version, "migrated the codemode store");
+    }
+    tx.execute(
+        "INSERT INTO codemode_schema_version (id, version) VALUES (1, $1)
+         ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+        &[&version],
+    )
+    .await
+    .ctx(loc, "writing the schema version")?;
+    tx.commit().await.ctx(loc, "committing a migration")
+}
+
+fn check(loc: &str, version: i64) -> Result<(), StoreError> {
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            location: loc.to_string(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version < 0 {
+        return Err(StoreError::Corrupt {
+            location: loc.to_string(),
+            detail: format!("invalid schema version {version}"),
+        });
+    }
+    Ok(())
+}
