@@ -155,7 +155,7 @@ impl Catalog {
     ///
     /// Words are split at camelCase, `_`, `.`, `/`, `-` and spaces. A word in the method name
     /// counts more than one in the summary, which counts more than one in the description.
-    /// Queries of up to three words must match all of them; longer ones most of them.
+    /// Queries of up to three words must match all of them; longer ones at least half (and three).
     pub fn search(&self, query: &str, snippets: &[Snippet]) -> SearchOutput {
         let query = Query::parse(query);
         let mut results: Vec<(f32, SearchResult)> = Vec::new();

@@ -166,8 +166,9 @@ impl Query {
         let required = if words.len() <= SHORT_QUERY_WORDS {
             words.len()
         } else {
-            // Long queries: most words must match, so one stray word does not empty the results.
-            SHORT_QUERY_WORDS.max((words.len() * 3).div_ceil(5))
+            // Long queries: half the words must match (at least three), so a model's sentence with
+            // stray words still finds the method; ranking puts fuller matches first.
+            SHORT_QUERY_WORDS.max(words.len().div_ceil(2))
         };
         Query {
             words,
