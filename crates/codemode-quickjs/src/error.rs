@@ -16,7 +16,7 @@ pub enum NormalizeError {
         only_comments: bool,
     },
     /// The input is larger than the configured limit.
-    #[error("The code is {bytes} bytes, more than the limit of {limit}. Send a short program: fetch data through the connectors inside the code (or pass a small reference) instead of pasting it into the code.")]
+    #[error("The code is {bytes} bytes, more than the limit of {limit}. Send a short program: fetch data through the connectors inside the code (or pass a small reference) instead of pasting it into the code, for example: {EXAMPLE}")]
     TooLarge {
         /// The size of the input in bytes.
         bytes: usize,

@@ -436,7 +436,11 @@ fn strip_types(wrapped: &str) -> Result<(String, Vec<[u32; 4]>), NormalizeError>
     let allocator = Allocator::default();
     let mut program = parse(&allocator, wrapped, true)
         .map_err(|f| NormalizeError::TypeScript(f.message))?;
-    let scoping = SemanticBuilder::new().build(&program).semantic.into_scoping();
+    let scoping = SemanticBuilder::new()
+        .with_enum_eval(true)
+        .build(&program)
+        .semantic
+        .into_scoping();
     let path = Path::new("code.ts");
     let ret = Transformer::new(&allocator, path, &TransformOptions::default())
         .build_with_scoping(scoping, &mut program);

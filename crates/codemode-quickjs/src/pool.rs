@@ -5,6 +5,7 @@
 //! a runtime serves one pass and is dropped.
 
 use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
@@ -61,7 +62,7 @@ impl Pool {
         if let Some(worker) = state.idle.pop() {
             drop(state);
             if let Err(mpsc::SendError(task)) = worker.sender.send(task) {
-                fail(task, "a sandbox thread stopped unexpectedly");
+                fail(task.reply, "a sandbox thread stopped unexpectedly");
             }
             return;
         }
@@ -85,8 +86,8 @@ impl Pool {
     }
 }
 
-fn fail(task: Task, message: &str) {
-    let _ = task.reply.send(ExecuteResult {
+fn fail(reply: oneshot::Sender<ExecuteResult>, message: &str) {
+    let _ = reply.send(ExecuteResult {
         end: PassEnd::Failed(message.to_string()),
         logs: Vec::new(),
     });
@@ -102,10 +103,15 @@ fn run(task: Task, options: &QuickJsOptions, fresh: &mut Option<Fresh>) {
     };
     match ready {
         Ok(f) => {
-            let result = run_pass(f, task.job);
-            let _ = task.reply.send(result);
+            let job = task.job;
+            match panic::catch_unwind(AssertUnwindSafe(move || run_pass(f, job))) {
+                Ok(result) => {
+                    let _ = task.reply.send(result);
+                }
+                Err(_) => fail(task.reply, "internal error in the sandbox; the pass was stopped"),
+            }
         }
-        Err(e) => fail(task, &format!("the sandbox could not be created: {e}")),
+        Err(e) => fail(task.reply, &format!("the sandbox could not be created: {e}")),
     }
 }
 
