@@ -1,0 +1,145 @@
+//! Turns the configuration and the command-line flags into a [`Runtime`].
+
+use crate::config::{Config, StoreUrl, DEFAULT_LISTEN, DEFAULT_STORE};
+use crate::demo;
+use anyhow::{Context, Result};
+use codemode::Runtime;
+use codemode_quickjs::{QuickJsExecutor, QuickJsOptions};
+use codemode_sqlite::SqliteStore;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Flags shared by every command; each overrides the configuration file.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CommonArgs {
+    /// The configuration file (default: ./codemode.toml if it exists).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The store: sqlite:PATH (default sqlite:./codemode.db).
+    #[arg(long, global = true, value_name = "URL")]
+    pub store: Option<String>,
+    /// Add the built-in demo connector `tasks`.
+    #[arg(long, global = true)]
+    pub demo: bool,
+    /// Wall-clock limit of one pass, in milliseconds.
+    #[arg(long, global = true, value_name = "N")]
+    pub timeout_ms: Option<u64>,
+    /// Memory limit of one sandbox, in MiB.
+    #[arg(long, global = true, value_name = "N")]
+    pub memory_mb: Option<u64>,
+}
+
+/// The effective settings after flags override the file.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The parsed file (default when none).
+    pub config: Config,
+    /// Where the file was read from.
+    pub config_path: Option<PathBuf>,
+    /// The SQLite file.
+    pub db_path: PathBuf,
+    /// Whether the demo connector is on.
+    pub demo: bool,
+    /// Wall-clock limit of one pass.
+    pub timeout_ms: Option<u64>,
+    /// Memory limit of one sandbox.
+    pub memory_mb: Option<u64>,
+}
+
+impl Settings {
+    /// Reads the configuration and applies the flags.
+    pub fn load(args: &CommonArgs) -> Result<Settings> {
+        let (config, config_path) = Config::load(args.config.as_deref())?;
+        let store = args
+            .store
+            .clone()
+            .or_else(|| config.store.clone())
+            .unwrap_or_else(|| DEFAULT_STORE.to_string());
+        let StoreUrl::Sqlite(db_path) =
+            StoreUrl::parse(&store).with_context(|| format!("--store {store}"))?;
+        let demo = args.demo || config.demo.unwrap_or(false) || config.connectors.is_empty();
+        Ok(Settings {
+            timeout_ms: args.timeout_ms.or(config.limits.timeout_ms),
+            memory_mb: args.memory_mb.or(config.limits.memory_mb),
+            config,
+            config_path,
+            db_path,
+            demo,
+        })
+    }
+
+    /// The listen address: the flag, the file, or loopback.
+    pub fn listen(&self, flag: Option<&str>) -> Result<SocketAddr> {
+        let text = flag
+            .map(str::to_string)
+            .or_else(|| self.config.listen.clone())
+            .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+        text.parse()
+            .with_context(|| format!("listen address {text:?} is not like 127.0.0.1:7357"))
+    }
+}
+
+/// A built runtime, and the connectors that could not be started.
+pub struct App {
+    /// The runtime.
+    pub runtime: Runtime,
+    /// `(connector, error)` for each configured connector that failed to start.
+    pub failed: Vec<(String, String)>,
+    /// The SQLite file.
+    pub db_path: PathBuf,
+}
+
+/// Opens the store, starts the connectors and builds the runtime.
+pub fn build(settings: &Settings) -> Result<App> {
+    let db_path = settings.db_path.clone();
+    if let Some(dir) = db_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the directory {}", dir.display()))?;
+    }
+    let store = SqliteStore::open(&db_path)
+        .with_context(|| format!("cannot open the store {}", db_path.display()))?;
+    let mut options = QuickJsOptions::default();
+    if let Some(ms) = settings.timeout_ms {
+        options = options.with_wall_time(Duration::from_millis(ms));
+    }
+    if let Some(mb) = settings.memory_mb {
+        options = options.with_memory_limit((mb as usize).saturating_mul(1024 * 1024));
+    }
+    let executor = QuickJsExecutor::new(options);
+    let mut builder = Runtime::builder(Arc::new(store), Arc::new(executor));
+    if let Some(keep) = settings.config.max_executions {
+        builder = builder.max_executions(keep);
+    }
+    if settings.demo {
+        builder = builder
+            .connector(demo::connector(demo::TaskDb::open(&db_path)?))
+            .hint("tasks", "the built-in demo to-do list");
+    }
+    let mut failed = Vec::new();
+    for (name, connector) in &settings.config.connectors {
+        let error = match connector.resolve_secrets(name) {
+            Err(e) => format!("{e:#}"),
+            Ok(_) => "this build has no MCP or OpenAPI connector support yet".to_string(),
+        };
+        tracing::warn!(connector = %name, %error, "connector not started");
+        failed.push((name.clone(), error));
+    }
+    let runtime = builder.build().context("cannot build the runtime")?;
+    Ok(App {
+        runtime,
+        failed,
+        db_path,
+    })
+}
+
+/// `true` for loopback addresses, which need no token.
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// Displays a path for the start banner.
+pub fn show_path(p: &Path) -> String {
+    p.display().to_string()
+}

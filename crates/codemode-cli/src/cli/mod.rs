@@ -1,0 +1,289 @@
+//! The command line: `serve` and the commands that work on the same database.
+
+mod output;
+
+use crate::app::{self, CommonArgs, Settings};
+use crate::serve::{self, ServeArgs};
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use codemode::{Outcome, Runtime, RuntimeError, SaveSnippet};
+use serde_json::json;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Code Mode: one `codemode({code})` tool, connectors as globals, a durable log with approvals.
+#[derive(Debug, Parser)]
+#[command(name = "codemode", version)]
+pub struct Cli {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Print JSON instead of human-readable text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the MCP tool and the HTTP control API.
+    Serve(ServeArgs),
+    /// Run code as a new execution: `run FILE`, `run -e CODE` or `run -` (stdin).
+    Run {
+        /// A file of code, or `-` for stdin.
+        file: Option<PathBuf>,
+        /// The code itself.
+        #[arg(
+            short = 'e',
+            long = "eval",
+            value_name = "CODE",
+            conflicts_with = "file"
+        )]
+        code: Option<String>,
+    },
+    /// List actions waiting for approval.
+    Pending,
+    /// Approve the pending action of an execution and continue it.
+    Approve {
+        /// The execution id.
+        id: String,
+    },
+    /// Reject a pending action; the execution ends `rejected`.
+    Reject {
+        /// The execution id.
+        id: String,
+        /// The pending action's seq.
+        seq: u64,
+    },
+    /// Revert the applied actions of an execution, newest first.
+    Rollback {
+        /// The execution id.
+        id: String,
+    },
+    /// List recent executions.
+    Executions {
+        /// How many (newest first).
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Show one execution and its log as a timeline.
+    Show {
+        /// The execution id.
+        id: String,
+    },
+    /// List saved snippets.
+    Snippets,
+    /// Manage snippets.
+    Snippet {
+        #[command(subcommand)]
+        command: SnippetCommand,
+    },
+    /// Search connector methods and snippets.
+    Search {
+        /// Words to look for.
+        query: String,
+    },
+    /// TypeScript declarations of a connector, method or snippet.
+    Describe {
+        /// e.g. `tasks` or `tasks.create_task`.
+        target: String,
+    },
+    /// Every declaration the sandbox offers.
+    Types,
+    /// Reject paused executions older than `--max-age-ms`.
+    Expire {
+        /// Age in milliseconds (default one day).
+        #[arg(long, default_value_t = 86_400_000)]
+        max_age_ms: u64,
+    },
+    /// Delete terminal executions beyond the newest `--keep`.
+    Prune {
+        /// How many to keep.
+        #[arg(long, default_value_t = 50)]
+        keep: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SnippetCommand {
+    /// Save the code of a completed execution under a name.
+    Save {
+        /// The snippet name.
+        name: String,
+        /// The execution whose code to save.
+        #[arg(long = "from", value_name = "ID")]
+        from: String,
+        /// What it does.
+        #[arg(long)]
+        description: Option<String>,
+        /// Save even if the execution did not complete.
+        #[arg(long)]
+        force: bool,
+        /// Replace a snippet of the same name.
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Delete a snippet.
+    Delete {
+        /// The snippet name.
+        name: String,
+    },
+}
+
+/// Runs the parsed command line.
+pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
+    if let Command::Serve(args) = &cli.command {
+        serve::run(&cli.common, args).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let settings = Settings::load(&cli.common)?;
+    let app = app::build(&settings)?;
+    let rt = app.runtime;
+    let out = output::Printer { json: cli.json };
+    match cli.command {
+        Command::Serve(_) => unreachable!("handled above"),
+        Command::Run { file, code } => {
+            let code = read_code(file, code)?;
+            let outcome = rt.call(&code).await?;
+            out.outcome(&outcome);
+            return Ok(exit_for(&outcome));
+        }
+        Command::Pending => out.pending(&rt.pending(None).await?),
+        Command::Approve { id } => {
+            let outcome = rt.approve(&id).await.map_err(explain)?;
+            out.outcome(&outcome);
+            return Ok(exit_for(&outcome));
+        }
+        Command::Reject { id, seq } => {
+            if rt.execution(&id).await?.is_none() {
+                return Err(explain(RuntimeError::UnknownExecution(id)));
+            }
+            if !rt.reject(&id, seq).await? {
+                bail!(
+                    "execution {id} has no pending action {seq} (already handled, or not paused)"
+                );
+            }
+            out.value(
+                &json!({"executionId": id, "rejected": seq, "status": "rejected"}),
+                &format!("rejected action {seq} of {id}; the execution is now rejected"),
+            );
+        }
+        Command::Rollback { id } => out.rollback(&rt.rollback(&id).await.map_err(explain)?),
+        Command::Executions { limit } => out.executions(&rt.executions(Some(limit)).await?),
+        Command::Show { id } => match rt.execution(&id).await? {
+            Some(e) => out.execution(&e),
+            None => return Err(explain(RuntimeError::UnknownExecution(id))),
+        },
+        Command::Snippets => out.snippets(&rt.snippets().await?),
+        Command::Snippet { command } => snippet(&rt, &out, command).await?,
+        Command::Search { query } => {
+            let found = rt.search(&query).await?;
+            let v = serde_json::to_value(&found)?;
+            out.value(&v, &output::pretty(&v));
+        }
+        Command::Describe { target } => match rt.describe(&target).await? {
+            Ok(d) => {
+                let v = serde_json::to_value(&d)?;
+                let text = v
+                    .get("types")
+                    .and_then(|t| t.as_str())
+                    .map(str::to_string)
+                    .unwrap_or_else(|| output::pretty(&v));
+                out.value(&v, &text);
+            }
+            Err(message) => bail!("{message}"),
+        },
+        Command::Types => {
+            let types = rt.types();
+            out.value(&json!({ "types": types }), &types);
+        }
+        Command::Expire { max_age_ms } => {
+            let ids = rt.expire_paused(Duration::from_millis(max_age_ms)).await?;
+            out.value(
+                &json!({ "expired": ids }),
+                &format!("expired {} paused execution(s)", ids.len()),
+            );
+        }
+        Command::Prune { keep } => {
+            let n = rt.prune_executions(keep).await?;
+            out.value(
+                &json!({ "deleted": n }),
+                &format!("deleted {n} execution(s)"),
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn snippet(rt: &Runtime, out: &output::Printer, command: SnippetCommand) -> Result<()> {
+    match command {
+        SnippetCommand::Save {
+            name,
+            from,
+            description,
+            force,
+            replace,
+        } => {
+            let s = rt
+                .save_snippet(
+                    &name,
+                    SaveSnippet {
+                        execution_id: from,
+                        description,
+                        input_schema: None,
+                        force,
+                        replace,
+                    },
+                )
+                .await
+                .map_err(explain)?;
+            out.value(
+                &serde_json::to_value(&s)?,
+                &format!(
+                    "saved snippet {}; run it with codemode.run({:?}, input)",
+                    s.name, s.name
+                ),
+            );
+        }
+        SnippetCommand::Delete { name } => {
+            if !rt.delete_snippet(&name).await? {
+                bail!("no snippet named {name:?}");
+            }
+            out.value(
+                &json!({ "deleted": name }),
+                &format!("deleted snippet {name}"),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn read_code(file: Option<PathBuf>, code: Option<String>) -> Result<String> {
+    match (file, code) {
+        (_, Some(code)) => Ok(code),
+        (Some(f), None) if f.as_os_str() == "-" => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read code from stdin")?;
+            Ok(s)
+        }
+        (Some(f), None) => std::fs::read_to_string(&f)
+            .with_context(|| format!("cannot read code from {}", f.display())),
+        (None, None) => bail!("give the code: codemode run FILE, run -e CODE, or run - (stdin)"),
+    }
+}
+
+fn exit_for(outcome: &Outcome) -> ExitCode {
+    match outcome {
+        Outcome::Completed { .. } => ExitCode::SUCCESS,
+        Outcome::Paused { .. } => ExitCode::from(3),
+        Outcome::Error { .. } => ExitCode::from(2),
+    }
+}
+
+fn explain(e: RuntimeError) -> anyhow::Error {
+    anyhow::Error::new(e)
+}

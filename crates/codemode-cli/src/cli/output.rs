@@ -1,0 +1,261 @@
+//! Human-readable and JSON output of the CLI.
+
+use codemode::{EntryState, Execution, Outcome, PendingAction, RollbackReport, Snippet};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Prints either JSON (one document) or text.
+pub struct Printer {
+    /// JSON instead of text.
+    pub json: bool,
+}
+
+/// Pretty JSON for human output.
+pub fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+fn time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (h, m, s) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
+    let days = secs.div_euclid(86_400);
+    let (y, mo, d) = civil(days);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{m:02}:{s:02}Z")
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn state(s: EntryState) -> &'static str {
+    match s {
+        EntryState::Executing => "executing",
+        EntryState::Applied => "applied",
+        EntryState::Pending => "PENDING",
+        EntryState::Reverted => "reverted",
+        EntryState::Error => "error",
+    }
+}
+
+fn short(v: &Value, max: usize) -> String {
+    let s = v.to_string();
+    if s.chars().count() <= max {
+        s
+    } else {
+        let cut: String = s.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+impl Printer {
+    fn emit<T: Serialize>(&self, v: &T, text: impl FnOnce() -> String) {
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(v)
+                    .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+            );
+        } else {
+            println!("{}", text());
+        }
+    }
+
+    /// A value with its text form.
+    pub fn value(&self, v: &Value, text: &str) {
+        self.emit(v, || text.to_string());
+    }
+
+    /// The outcome of `run` or `approve`.
+    pub fn outcome(&self, o: &Outcome) {
+        self.emit(o, || match o {
+            Outcome::Completed {
+                execution_id,
+                result,
+                logs,
+            } => {
+                let mut s = String::new();
+                for l in logs {
+                    s.push_str(&format!("log: {l}\n"));
+                }
+                s.push_str(&format!("completed {execution_id}\n{}", pretty(result)));
+                s
+            }
+            Outcome::Paused {
+                execution_id,
+                pending,
+            } => {
+                let mut s = format!("paused {execution_id}: waiting for approval of\n");
+                for p in pending {
+                    s.push_str(&format!(
+                        "  [{}] {}.{}({})\n",
+                        p.seq,
+                        p.connector,
+                        p.method,
+                        short(&p.args, 200)
+                    ));
+                }
+                s.push_str(&format!(
+                    "approve: codemode approve {execution_id}\nreject:  codemode reject {execution_id} {}",
+                    pending.first().map(|p| p.seq).unwrap_or(0)
+                ));
+                s
+            }
+            Outcome::Error {
+                execution_id,
+                error,
+                logs,
+            } => {
+                let mut s = String::new();
+                for l in logs {
+                    s.push_str(&format!("log: {l}\n"));
+                }
+                s.push_str(&format!("error {execution_id}: {error}"));
+                s
+            }
+        });
+    }
+
+    /// Pending actions.
+    pub fn pending(&self, list: &[PendingAction]) {
+        self.emit(&list, || {
+            if list.is_empty() {
+                return "nothing waits for approval".into();
+            }
+            list.iter()
+                .map(|p| {
+                    format!(
+                        "{}  [{}] {}.{}({})",
+                        p.execution_id,
+                        p.seq,
+                        p.connector,
+                        p.method,
+                        short(&p.args, 120)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+    }
+
+    /// Executions, newest first.
+    pub fn executions(&self, list: &[Execution]) {
+        self.emit(&list, || {
+            if list.is_empty() {
+                return "no executions yet".into();
+            }
+            list.iter()
+                .map(|e| {
+                    let first = e.code.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                    let first: String = first.trim().chars().take(60).collect();
+                    format!(
+                        "{}  {:<11} {}  {} call(s)  {}",
+                        e.id,
+                        e.status.to_string(),
+                        time(e.created_at),
+                        e.log.len(),
+                        first
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+    }
+
+    /// One execution with its log as a timeline.
+    pub fn execution(&self, e: &Execution) {
+        self.emit(e, || {
+            let mut s = format!(
+                "execution {}\nstatus:  {}\ncreated: {}\nupdated: {}\nconnectors: {}\n\ncode:\n",
+                e.id,
+                e.status,
+                time(e.created_at),
+                time(e.updated_at),
+                e.connectors.join(", ")
+            );
+            for l in e.code.lines() {
+                s.push_str(&format!("  | {l}\n"));
+            }
+            s.push_str("\ntimeline:\n");
+            if e.log.is_empty() {
+                s.push_str("  (no calls)\n");
+            }
+            for entry in &e.log {
+                let approval = if entry.requires_approval {
+                    " (approval)"
+                } else {
+                    ""
+                };
+                s.push_str(&format!(
+                    "  #{:<3} {:<9} {}.{}({}){approval}\n",
+                    entry.seq,
+                    state(entry.state),
+                    entry.connector,
+                    entry.method,
+                    short(&entry.args, 120)
+                ));
+                if let Some(r) = &entry.result {
+                    s.push_str(&format!("        → {}\n", short(r, 160)));
+                }
+                if let Some(err) = &entry.error {
+                    s.push_str(&format!("        ✗ {err}\n"));
+                }
+            }
+            if let Some(r) = &e.result {
+                s.push_str(&format!("\nresult: {}\n", pretty(r)));
+            }
+            if let Some(err) = &e.error {
+                s.push_str(&format!("\nerror: {err}\n"));
+            }
+            for l in &e.logs {
+                s.push_str(&format!("log: {l}\n"));
+            }
+            s.trim_end().to_string()
+        });
+    }
+
+    /// A rollback report.
+    pub fn rollback(&self, r: &RollbackReport) {
+        self.emit(r, || {
+            let mut s = format!(
+                "rollback of {}: now {}\nreverted: {:?}\nskipped (no revert): {:?}",
+                r.execution_id, r.status, r.reverted, r.skipped
+            );
+            for f in &r.failed {
+                s.push_str(&format!("\nfailed #{} {}: {}", f.seq, f.path, f.error));
+            }
+            s
+        });
+    }
+
+    /// Snippets.
+    pub fn snippets(&self, list: &[Snippet]) {
+        self.emit(&list, || {
+            if list.is_empty() {
+                return "no snippets; save one with codemode snippet save NAME --from ID".into();
+            }
+            list.iter()
+                .map(|s| format!("{}  {}", s.name, s.description))
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn civil_dates() {
+        assert_eq!(super::civil(0), (1970, 1, 1));
+        assert_eq!(super::time(1_700_000_000_000), "2023-11-14 22:13:20Z");
+    }
+}

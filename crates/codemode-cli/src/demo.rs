@@ -1,0 +1,258 @@
+//! The built-in demo connector `tasks`, kept in its own tables of the store's SQLite file so
+//! that the server and the CLI see the same tasks and a restart loses nothing.
+
+use anyhow::{Context, Result};
+use codemode::{CallContext, RustConnector, RustTool, ToolError};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The demo's state: one connection to the shared SQLite file.
+#[derive(Clone)]
+pub struct TaskDb {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl TaskDb {
+    /// Opens the file (the store's) and creates the demo tables if needed.
+    pub fn open(path: &Path) -> Result<TaskDb> {
+        let conn = Connection::open(path)
+            .with_context(|| format!("cannot open {} for the demo tasks", path.display()))?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS demo_tasks (
+                 id INTEGER PRIMARY KEY AUTOINCREMENT,
+                 title TEXT NOT NULL,
+                 done INTEGER NOT NULL DEFAULT 0,
+                 call_key TEXT UNIQUE
+             );
+             CREATE TABLE IF NOT EXISTS demo_notes (
+                 id INTEGER PRIMARY KEY AUTOINCREMENT,
+                 text TEXT NOT NULL,
+                 call_key TEXT UNIQUE
+             );",
+        )
+        .context("cannot create the demo tables")?;
+        Ok(TaskDb {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, ToolError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(&conn).map_err(|e| ToolError(format!("tasks database: {e}")))
+    }
+
+    /// Every task and note.
+    pub fn list(&self) -> Result<Value, ToolError> {
+        self.with(|c| {
+            let mut s = c.prepare_cached("SELECT id, title, done FROM demo_tasks ORDER BY id")?;
+            let tasks = s
+                .query_map([], |r| {
+                    Ok(json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0}))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut s = c.prepare_cached("SELECT id, text FROM demo_notes ORDER BY id")?;
+            let notes = s
+                .query_map([], |r| {
+                    Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?}))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(json!({"tasks": tasks, "notes": notes}))
+        })
+    }
+
+    /// Creates a task once per call key (a re-run after a crash finds the same task).
+    pub fn create(&self, title: &str, key: &str) -> Result<Value, ToolError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO demo_tasks (title, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING",
+                params![title, key],
+            )?;
+            c.query_row(
+                "SELECT id, title, done FROM demo_tasks WHERE call_key = ?1",
+                [key],
+                |r| Ok(json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0})),
+            )
+        })
+    }
+
+    /// Marks a task done; an unknown id is an error the code can catch.
+    pub fn set_done(&self, id: i64, done: bool) -> Result<Value, ToolError> {
+        let row = self.with(|c| {
+            c.execute(
+                "UPDATE demo_tasks SET done = ?2 WHERE id = ?1",
+                params![id, done as i64],
+            )?;
+            c.query_row(
+                "SELECT id, title, done FROM demo_tasks WHERE id = ?1",
+                [id],
+                |r| Ok(json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0})),
+            )
+            .optional()
+        })?;
+        row.ok_or_else(|| ToolError(format!("no task with id {id}")))
+    }
+
+    /// Deletes a task (the revert of `create_task`).
+    pub fn delete(&self, id: i64) -> Result<(), ToolError> {
+        self.with(|c| c.execute("DELETE FROM demo_tasks WHERE id = ?1", [id]))
+            .map(|_| ())
+    }
+
+    /// Adds a note once per call key.
+    pub fn add_note(&self, text: &str, key: &str) -> Result<Value, ToolError> {
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO demo_notes (text, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING",
+                params![text, key],
+            )?;
+            c.query_row(
+                "SELECT id, text FROM demo_notes WHERE call_key = ?1",
+                [key],
+                |r| Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?})),
+            )
+        })
+    }
+
+    /// Removes a note (the revert of `add_note`).
+    pub fn delete_note(&self, id: i64) -> Result<(), ToolError> {
+        self.with(|c| c.execute("DELETE FROM demo_notes WHERE id = ?1", [id]))
+            .map(|_| ())
+    }
+}
+
+fn id_of(v: &Value, field: &str) -> Result<i64, ToolError> {
+    v.get(field)
+        .and_then(Value::as_i64)
+        .ok_or_else(|| ToolError(format!("missing numeric `{field}`")))
+}
+
+fn str_of<'a>(v: &'a Value, field: &str) -> Result<&'a str, ToolError> {
+    v.get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ToolError(format!("missing string `{field}`")))
+}
+
+/// The `tasks` connector over `db`.
+pub fn connector(db: TaskDb) -> RustConnector {
+    let task_schema = json!({
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "title": {"type": "string"}, "done": {"type": "boolean"}},
+        "required": ["id", "title", "done"]
+    });
+    let note_schema = json!({
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "text": {"type": "string"}},
+        "required": ["id", "text"]
+    });
+    let (d1, d2, d3, d4, d5, d6, d7) = (
+        db.clone(),
+        db.clone(),
+        db.clone(),
+        db.clone(),
+        db.clone(),
+        db.clone(),
+        db,
+    );
+    RustConnector::new("tasks")
+        .instructions("A small to-do list kept in the codemode database. Creating and completing tasks needs a person's approval; notes do not.")
+        .tool(
+            RustTool::new("list_tasks", move |_args: Value, _ctx: CallContext| {
+                let db = d1.clone();
+                async move { db.list() }
+            })
+            .description("Lists every task and note.")
+            .input_schema(json!({"type": "object", "properties": {}, "additionalProperties": false}))
+            .output_schema(json!({
+                "type": "object",
+                "properties": {
+                    "tasks": {"type": "array", "items": task_schema.clone()},
+                    "notes": {"type": "array", "items": note_schema.clone()}
+                },
+                "required": ["tasks", "notes"]
+            }))
+            .read_only(),
+        )
+        .tool(
+            RustTool::new("create_task", move |args: Value, ctx: CallContext| {
+                let db = d2.clone();
+                async move { db.create(str_of(&args, "title")?, &ctx.idempotency_key()) }
+            })
+            .description("Creates a task. Needs approval; rollback deletes it.")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"title": {"type": "string", "minLength": 1, "description": "What to do."}},
+                "required": ["title"],
+                "additionalProperties": false
+            }))
+            .output_schema(task_schema.clone())
+            .requires_approval(true)
+            .revert(move |_args: Value, result: Value, _ctx: CallContext| {
+                let db = d3.clone();
+                async move { db.delete(id_of(&result, "id")?) }
+            }),
+        )
+        .tool(
+            RustTool::new("complete_task", move |args: Value, _ctx: CallContext| {
+                let db = d4.clone();
+                async move { db.set_done(id_of(&args, "id")?, true) }
+            })
+            .description("Marks a task done. Needs approval; rollback marks it open again.")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"id": {"type": "integer", "description": "The task id."}},
+                "required": ["id"],
+                "additionalProperties": false
+            }))
+            .output_schema(task_schema)
+            .requires_approval(true)
+            .revert(move |args: Value, _result: Value, _ctx: CallContext| {
+                let db = d5.clone();
+                async move { db.set_done(id_of(&args, "id")?, false).map(|_| ()) }
+            }),
+        )
+        .tool(
+            RustTool::new("add_note", move |args: Value, ctx: CallContext| {
+                let db = d6.clone();
+                async move { db.add_note(str_of(&args, "text")?, &ctx.idempotency_key()) }
+            })
+            .description("Adds a note. Runs without approval; rollback removes it.")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"text": {"type": "string", "minLength": 1}},
+                "required": ["text"],
+                "additionalProperties": false
+            }))
+            .output_schema(note_schema)
+            .requires_approval(false)
+            .revert(move |_args: Value, result: Value, _ctx: CallContext| {
+                let db = d7.clone();
+                async move { db.delete_note(id_of(&result, "id")?) }
+            }),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn create_is_idempotent_per_key_and_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let db = TaskDb::open(&path).unwrap();
+        let a = db.create("one", "x:1").unwrap();
+        let b = db.create("one", "x:1").unwrap();
+        assert_eq!(a, b);
+        db.add_note("hi", "x:2").unwrap();
+        drop(db);
+        let db = TaskDb::open(&path).unwrap();
+        let list = db.list().unwrap();
+        assert_eq!(list["tasks"].as_array().unwrap().len(), 1);
+        assert_eq!(list["notes"].as_array().unwrap().len(), 1);
+        assert!(db.set_done(99, true).is_err());
+    }
+}

@@ -1,0 +1,95 @@
+//! `codemode serve`: the HTTP API and MCP over HTTP, or MCP over stdio.
+
+use crate::app::{self, CommonArgs, Settings};
+use crate::http::{self, AppState};
+use crate::mcp;
+use anyhow::{bail, Context, Result};
+use std::sync::Arc;
+
+/// Flags of `codemode serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// The HTTP listen address (default 127.0.0.1:7357).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Serve MCP over stdin/stdout instead of HTTP.
+    #[arg(long)]
+    pub stdio: bool,
+    /// The environment variable holding the bearer token (required off loopback).
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+}
+
+/// Runs the server until Ctrl-C (or, with `--stdio`, until the client leaves).
+pub async fn run(common: &CommonArgs, args: &ServeArgs) -> Result<()> {
+    let settings = Settings::load(common)?;
+    let app = app::build(&settings)?;
+    let token_env = args
+        .token_env
+        .clone()
+        .or_else(|| settings.config.auth.token_env.clone());
+    let token = match &token_env {
+        Some(var) => match std::env::var(var) {
+            Ok(t) if !t.is_empty() => Some(Arc::new(t)),
+            _ => bail!("the bearer token variable {var} (--token-env / auth.token_env) is not set or empty"),
+        },
+        None => None,
+    };
+    let store_flag = format!("--store sqlite:{}", app::show_path(&app.db_path));
+    if args.stdio {
+        let state = AppState {
+            runtime: app.runtime,
+            failed: Arc::new(app.failed),
+            token: None,
+            approve_hint: Arc::new(format!(" {store_flag}")),
+        };
+        tracing::info!(store = %app.db_path.display(), "serving MCP over stdio");
+        return mcp::serve_stdio(state).await;
+    }
+    let addr = settings.listen(args.listen.as_deref())?;
+    let loopback = app::is_loopback(&addr);
+    if !loopback && token.is_none() {
+        bail!("listening on {addr} (not loopback) requires a bearer token: set one in an environment variable and pass --token-env VAR (or auth.token_env in the config)");
+    }
+    let base = format!("http://{addr}");
+    let failed = Arc::new(app.failed);
+    let state = AppState {
+        runtime: app.runtime,
+        failed: failed.clone(),
+        token,
+        approve_hint: Arc::new(format!(
+            " {store_flag}, or POST {base}/api/executions/{{id}}/approve"
+        )),
+    };
+    let max_body = settings.config.limits.max_body_bytes.unwrap_or(1024 * 1024);
+    let router = http::router(state, max_body, loopback);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} (is another codemode serve running there? pick another with --listen)"))?;
+    let local = listener.local_addr()?;
+    let base = format!("http://{local}");
+    eprintln!("codemode serving on {base}");
+    eprintln!("  MCP (Streamable HTTP): {base}/mcp");
+    eprintln!("  control API:           {base}/api  (health: {base}/healthz)");
+    eprintln!("  store:                 {}", app.db_path.display());
+    match &settings.config_path {
+        Some(p) => eprintln!("  config:                {}", p.display()),
+        None => eprintln!("  config:                none (built-in demo connector `tasks`)"),
+    }
+    for (name, error) in failed.iter() {
+        eprintln!("  connector {name} FAILED: {error}");
+    }
+    eprintln!("try:");
+    eprintln!(
+        "  codemode run {store_flag} -e 'return await tasks.create_task({{ title: \"try codemode\" }})'"
+    );
+    eprintln!("  codemode pending {store_flag}");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("shutting down");
+        })
+        .await
+        .context("HTTP server failed")?;
+    Ok(())
+}
