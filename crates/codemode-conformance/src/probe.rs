@@ -153,14 +153,14 @@ impl Probe {
             .on_pass_end(move |_id, status| {
                 let p = pe.clone();
                 async move {
-                    p.record.lock().unwrap().pass_ends.push(format!("{status:?}").to_lowercase());
+                    p.record.lock().unwrap().pass_ends.push(status.as_str().to_string());
                     Ok(())
                 }
             })
             .on_dispose(move |_id, status| {
                 let p = dp.clone();
                 async move {
-                    p.record.lock().unwrap().disposals.push(format!("{status:?}").to_lowercase());
+                    p.record.lock().unwrap().disposals.push(status.as_str().to_string());
                     Ok(())
                 }
             })

@@ -78,6 +78,17 @@ pub enum PassEndStatus {
     Paused,
 }
 
+impl PassEndStatus {
+    /// The status name, as in an execution record.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Error => "error",
+            Self::Paused => "paused",
+        }
+    }
+}
+
 /// The terminal status an execution reached, for [`Connector::dispose_execution`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExecutionEndStatus {
@@ -89,6 +100,18 @@ pub enum ExecutionEndStatus {
     Rejected,
     /// Rolled back.
     RolledBack,
+}
+
+impl ExecutionEndStatus {
+    /// The status name, as in an execution record.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Error => "error",
+            Self::Rejected => "rejected",
+            Self::RolledBack => "rolled_back",
+        }
+    }
 }
 
 /// An error a tool reports; its message reaches the model's code as a thrown `Error`.
