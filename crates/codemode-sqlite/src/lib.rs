@@ -17,6 +17,8 @@
 //! `spawn_blocking` would cost a thread hand-off (tens of µs) that is larger than the work.
 //! The lock is held only for the duration of one method, never across an `.await`.
 
+#![warn(missing_docs)]
+
 mod codec;
 mod commit;
 mod executions;

@@ -331,3 +331,23 @@ async fn snippets_put_replace_list_delete() {
     assert!(!s.delete_snippet(RT, "a").await.unwrap());
     assert_eq!(s.snippets(RT).await.unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn retention_breaks_created_at_ties_by_insertion_order() {
+    let (_d, _p, s) = store();
+    for id in ["first", "second", "third"] {
+        s.insert_execution(RT, &execution(id, 7), &lease("n", FAR), 100)
+            .await
+            .unwrap();
+        finish(&s, RT, id, ExecutionStatus::Completed, 8).await;
+    }
+    assert_eq!(s.prune_executions(RT, 1).await.unwrap(), 2);
+    let left: Vec<_> = s
+        .executions(RT, None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(left, ["third"]);
+}
