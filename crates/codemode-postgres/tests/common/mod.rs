@@ -81,3 +81,14 @@ pub async fn insert(store: &dyn Store, runtime: &str, id: &str, owner: &str, at:
 pub fn v(x: Value) -> Value {
     x
 }
+
+/// A plain connection to `url`, for statements the store never makes.
+pub async fn raw(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("raw connection");
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+}
