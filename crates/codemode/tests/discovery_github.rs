@@ -231,6 +231,9 @@ pub fn brackets_balance(types: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    // The benchmark includes this file with cfg(test) set but no test harness: these imports
+    // are then unused.
+    #![allow(unused_imports)]
     use super::*;
     use codemode::discovery::{Catalog, DescribeKind};
     use std::panic::{catch_unwind, AssertUnwindSafe};
