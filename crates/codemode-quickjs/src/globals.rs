@@ -22,7 +22,7 @@ pub const RESERVED_GLOBALS: &[&str] = &[
     "parseInt", "parseFloat", "isNaN", "isFinite", "decodeURI", "decodeURIComponent",
     "encodeURI", "encodeURIComponent", "escape", "unescape", "eval", "NaN", "Infinity",
     "undefined", "queueMicrotask", "performance", "navigator", "structuredClone",
-    "DOMException", "CallSite", "arguments",
+    "DOMException", "CallSite", "arguments", "atob", "btoa",
     // Reserved words.
     "await", "break", "case", "catch", "class", "const", "continue", "debugger", "default",
     "delete", "do", "else", "enum", "export", "extends", "false", "finally", "for",
