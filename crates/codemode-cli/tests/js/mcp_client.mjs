@@ -1,0 +1,32 @@
+// An MCP client on the official TypeScript SDK: lists the tools of a codemode server and
+// calls the `codemode` tool once per code argument, printing one JSON document.
+// usage: node mcp_client.mjs FIXTURES_DIR stdio BIN [ARGS...] -- CODE...
+//        node mcp_client.mjs FIXTURES_DIR http URL -- CODE...
+import { pathToFileURL } from "node:url";
+import path from "node:path";
+
+const [fixtures, mode, ...rest] = process.argv.slice(2);
+const sep = rest.indexOf("--");
+const target = rest.slice(0, sep);
+const codes = rest.slice(sep + 1);
+const sdk = (p) =>
+  import(pathToFileURL(path.join(fixtures, "node_modules/@modelcontextprotocol/sdk/dist/esm", p)).href);
+
+const { Client } = await sdk("client/index.js");
+let transport;
+if (mode === "stdio") {
+  const { StdioClientTransport } = await sdk("client/stdio.js");
+  transport = new StdioClientTransport({ command: target[0], args: target.slice(1), stderr: "inherit" });
+} else {
+  const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
+  transport = new StreamableHTTPClientTransport(new URL(target[0]));
+}
+const client = new Client({ name: "codemode-test", version: "1.0.0" });
+await client.connect(transport);
+const { tools } = await client.listTools();
+const calls = [];
+for (const code of codes) {
+  calls.push(await client.callTool({ name: "codemode", arguments: { code } }));
+}
+await client.close();
+console.log(JSON.stringify({ tools, calls }));

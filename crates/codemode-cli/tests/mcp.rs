@@ -1,0 +1,96 @@
+//! The official MCP TypeScript SDK client against `codemode serve`, over stdio and HTTP.
+//! Skipped (with a message) when node or the fixtures are not installed.
+
+mod common;
+
+use common::{cli, serve, BIN};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixtures() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let sdk = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
+    let node = Command::new("node").arg("--version").output().is_ok();
+    if sdk.exists() && node {
+        Some(dir)
+    } else {
+        eprintln!("skipped: node or fixtures/node_modules missing (run npm ci in fixtures/)");
+        None
+    }
+}
+
+fn client(fixtures: &Path, mode: &str, target: &[&str], codes: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/mcp_client.mjs");
+    let out = Command::new("node")
+        .arg(script)
+        .arg(fixtures)
+        .arg(mode)
+        .args(target)
+        .arg("--")
+        .args(codes)
+        .output()
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn check_listing_and_calls(v: &Value) -> String {
+    let tools = v["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0]["name"], "codemode");
+    assert!(tools[0]["description"].as_str().unwrap().len() > 20);
+    let done = &v["calls"][0];
+    assert_eq!(done["structuredContent"]["status"], "completed", "{done}");
+    assert_eq!(done["structuredContent"]["result"], 3);
+    let paused = &v["calls"][1];
+    assert_eq!(paused["structuredContent"]["status"], "paused", "{paused}");
+    let text = paused["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("codemode approve"), "{text}");
+    paused["structuredContent"]["executionId"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+const CODES: [&str; 2] = [
+    "async () => 1 + 2",
+    "return await tasks.create_task({ title: 'from mcp' })",
+];
+
+#[test]
+fn sdk_client_over_stdio() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let store = format!("sqlite:{}", db.display());
+    let v = client(
+        &fx,
+        "stdio",
+        &[BIN, "serve", "--stdio", "--store", &store],
+        &CODES,
+    );
+    let id = check_listing_and_calls(&v);
+    let out = cli(dir.path(), &db, &["--json", "approve", &id]);
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["result"]["title"], "from mcp");
+}
+
+#[test]
+fn sdk_client_over_http() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let url = format!("{}/mcp", server.base);
+    let v = client(&fx, "http", &[&url], &CODES);
+    let id = check_listing_and_calls(&v);
+    let out = cli(dir.path(), &server.db, &["--json", "approve", &id]);
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["status"], "completed");
+}
