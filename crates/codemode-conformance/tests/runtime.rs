@@ -250,3 +250,26 @@ async fn bad_configuration_is_refused_with_a_clear_error() {
     let bad_name = Runtime::builder(store.clone(), executor()).name("no spaces").build().err().unwrap();
     assert!(bad_name.to_string().contains("runtime name"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tool_names_connectors_and_host_side_discovery_matches_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = Probe::default();
+    let rt = Runtime::builder(open(&dir), executor())
+        .connector(probe.connector("probe"))
+        .hint("probe", "records every call")
+        .build()
+        .unwrap();
+    let tool = rt.tool();
+    assert_eq!(tool.name, "codemode");
+    assert!(tool.description.contains("probe") && tool.description.contains("records every call"));
+    assert!(tool.description.contains("codemode.search") && tool.description.contains("codemode.step"));
+    assert!(!tool.description.contains("gated_write"), "methods are discovered, not listed");
+    let found = rt.search("gated write").await.unwrap();
+    assert_eq!(found.results[0].path, "probe.gated_write");
+    let described = rt.describe("probe.read").await.unwrap().unwrap();
+    assert!(described.types.contains("read"));
+    let unknown = rt.describe("nothing.here").await.unwrap().unwrap_err();
+    assert!(unknown.contains("nothing.here"), "{unknown}");
+    assert!(rt.types().contains("declare const probe"));
+}

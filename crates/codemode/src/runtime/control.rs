@@ -151,12 +151,13 @@ impl Runtime {
         Ok(report)
     }
 
-    /// Ends stale executions: paused ones become `rejected`, running ones (lease expired)
-    /// `error`. Returns their ids.
+    /// Ends executions not updated for at least `max_age`: paused ones become `rejected`,
+    /// running ones (lease expired) `error`. Returns their ids.
     pub async fn expire_paused(&self, max_age: Duration) -> Result<Vec<String>, RuntimeError> {
         let inner = &self.inner;
         let now = now_ms();
-        let before = now - max_age.as_millis() as i64;
+        // Stale means an age of at least `max_age`: updated at or before `now - max_age`.
+        let before = now - max_age.as_millis() as i64 + 1;
         let stale = inner
             .store
             .stale_executions(&inner.name, before, now)
