@@ -85,11 +85,31 @@ pub async fn run(common: &CommonArgs, args: &ServeArgs) -> Result<()> {
     );
     eprintln!("  codemode pending {store_flag}");
     axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-            tracing::info!("shutting down");
-        })
+        .with_graceful_shutdown(shutdown_signal())
         .await
         .context("HTTP server failed")?;
     Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM; in-flight requests then finish before the server exits.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+    eprintln!("codemode: shutting down; in-flight requests finish first");
 }

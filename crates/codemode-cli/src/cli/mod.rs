@@ -146,8 +146,33 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Serve(_) => unreachable!("handled above"),
         Command::Run { file, code } => {
             let code = read_code(file, code)?;
-            let outcome = rt.call(&code).await?;
+            let mut outcome = rt.call(&code).await?;
             out.outcome(&outcome);
+            while let Outcome::Paused {
+                execution_id,
+                pending,
+            } = &outcome
+            {
+                if cli.json || !interactive() {
+                    break;
+                }
+                let Some(first) = pending.first() else { break };
+                match ask(&format!(
+                    "approve {}.{}({})? [y]es / [r]eject / anything else leaves it paused: ",
+                    first.connector, first.method, first.args
+                ))? {
+                    Answer::Yes => {
+                        outcome = rt.approve(execution_id).await.map_err(explain)?;
+                        out.outcome(&outcome);
+                    }
+                    Answer::Reject => {
+                        rt.reject(execution_id, first.seq).await?;
+                        println!("rejected; the execution is now rejected");
+                        return Ok(ExitCode::from(2));
+                    }
+                    Answer::Later => break,
+                }
+            }
             return Ok(exit_for(&outcome));
         }
         Command::Pending => out.pending(&rt.pending(None).await?),
@@ -274,6 +299,31 @@ fn read_code(file: Option<PathBuf>, code: Option<String>) -> Result<String> {
             .with_context(|| format!("cannot read code from {}", f.display())),
         (None, None) => bail!("give the code: codemode run FILE, run -e CODE, or run - (stdin)"),
     }
+}
+
+enum Answer {
+    Yes,
+    Reject,
+    Later,
+}
+
+/// Both stdin and stdout are terminals (and the code did not come from stdin).
+fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+fn ask(prompt: &str) -> Result<Answer> {
+    use std::io::Write;
+    print!("{prompt}");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Answer::Yes,
+        "r" | "reject" => Answer::Reject,
+        _ => Answer::Later,
+    })
 }
 
 fn exit_for(outcome: &Outcome) -> ExitCode {
