@@ -3,6 +3,7 @@
 use crate::connect::redact;
 use crate::error::describe;
 use codemode::StoreError;
+use std::io::Write;
 use tokio_postgres::NoTls;
 
 /// The server the tests use unless `CODEMODE_TEST_POSTGRES_URL` names another.
@@ -51,7 +52,9 @@ impl ScratchDatabase {
                 "CI is set and the PostgreSQL test server is not usable: {e}"
             ))),
             Err(e) => {
-                eprintln!(
+                // Written to the stderr handle itself: the test harness captures `eprintln!`.
+                let _ = writeln!(
+                    std::io::stderr(),
                     "\n*** SKIPPED {test}: no PostgreSQL test server ({e}). Start one with \
                      `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` \
                      or set CODEMODE_TEST_POSTGRES_URL. ***\n"
