@@ -24,7 +24,11 @@ async fn every_scenario_holds_on_postgres() {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    assert!(files.len() >= 25, "expected the whole suite, found {} files", files.len());
+    assert!(
+        files.len() >= 25,
+        "expected the whole suite, found {} files",
+        files.len()
+    );
     let mut failures = Vec::new();
     for (i, file) in files.iter().enumerate() {
         let name = file.file_stem().unwrap().to_string_lossy().to_string();
