@@ -1,0 +1,206 @@
+//! One live connection to a server: spawning or dialling it, the handshake, its stderr.
+
+use crate::config::{McpConfig, McpTransport};
+use crate::error::Cause;
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{Peer, ServiceExt};
+use std::collections::{HashMap, VecDeque};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// How many stderr lines are kept for error messages.
+const STDERR_LINES: usize = 20;
+/// Longest stderr line kept.
+const STDERR_LINE_CHARS: usize = 500;
+
+/// The last lines a server wrote to stderr.
+#[derive(Debug, Default, Clone)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if q.len() == STDERR_LINES {
+            q.pop_front();
+        }
+        q.push_back(line.chars().take(STDERR_LINE_CHARS).collect());
+    }
+
+    /// `"; stderr: …"` with the kept lines, or nothing.
+    pub fn suffix(&self) -> String {
+        let q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if q.is_empty() {
+            return String::new();
+        }
+        let lines: Vec<&str> = q.iter().map(String::as_str).collect();
+        format!("; server stderr: {}", lines.join(" | "))
+    }
+}
+
+/// A connected, initialised server.
+pub struct Live {
+    /// Sends requests.
+    pub peer: Peer<RoleClient>,
+    /// Set once the connection has ended.
+    pub closed: Arc<AtomicBool>,
+    /// The process id, for stdio servers.
+    pub pid: Option<u32>,
+    /// The server's instructions from the handshake.
+    pub instructions: Option<String>,
+    cancel: Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
+}
+
+impl Live {
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst) || self.peer.is_transport_closed()
+    }
+
+    /// Ends the connection; a stdio server is told to stop, then killed with its process group.
+    pub fn cancel(&self) {
+        if let Some(token) = self.cancel.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            token.cancel();
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+/// A running service plus what is needed to watch it.
+pub struct Started {
+    /// The live half, shared with callers.
+    pub live: Arc<Live>,
+    /// The service, to be awaited by the watcher.
+    pub service: RunningService<RoleClient, ()>,
+}
+
+/// Reads an environment variable holding a secret.
+pub fn secret_env(var: &str, what: &str) -> Result<String, Cause> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Ok(v),
+        _ => Err(Cause::MissingEnv {
+            var: var.to_string(),
+            what: what.to_string(),
+        }),
+    }
+}
+
+/// Starts (stdio) or dials (HTTP) the server and completes the handshake.
+pub async fn start(config: &McpConfig, stderr: &StderrTail) -> Result<Started, Cause> {
+    let target = config.transport.describe();
+    let startup = Duration::from_millis(config.startup_timeout_ms);
+    let handshake = |message: String, stderr: &StderrTail| Cause::Handshake {
+        target: target.clone(),
+        message,
+        stderr: stderr.suffix(),
+    };
+    let (serving, pid) = match &config.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).envs(env);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            let mut wrapped = CommandWrap::from(cmd);
+            wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+            let (proc, err) = TokioChildProcess::builder(wrapped)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| Cause::Spawn {
+                    command: target.clone(),
+                    message: e.to_string(),
+                })?;
+            let pid = proc.id();
+            if let Some(err) = err {
+                let tail = stderr.clone();
+                let name = config.name.clone();
+                tokio::spawn(async move {
+                    let mut lines = BufReader::new(err).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tracing::debug!(connector = %name, "server stderr: {line}");
+                        tail.push(line);
+                    }
+                });
+            }
+            let serving = tokio::time::timeout(startup, ().serve(proc)).await;
+            (serving, pid)
+        }
+        McpTransport::Http {
+            url,
+            headers,
+            bearer_token_env,
+        } => {
+            let mut custom = HashMap::new();
+            for (k, v) in headers {
+                let pair = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                    .ok()
+                    .zip(reqwest::header::HeaderValue::from_str(v).ok())
+                    .ok_or_else(|| Cause::BadHeader(k.clone()))?;
+                custom.insert(pair.0, pair.1);
+            }
+            let mut transport_config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            if let Some(var) = bearer_token_env {
+                transport_config = transport_config.auth_header(secret_env(var, "bearer token")?);
+            }
+            crate::install_crypto_provider();
+            let client = reqwest::Client::builder()
+                .build()
+                .map_err(|e| Cause::Client(e.to_string()))?;
+            let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+            (
+                tokio::time::timeout(startup, ().serve(transport)).await,
+                None,
+            )
+        }
+    };
+    let service = match serving {
+        Err(_) => {
+            // Give the stderr reader a moment to catch the server's last words.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Err(handshake(
+                format!(
+                    "no answer within {} ms (is it an MCP server speaking JSON-RPC on stdout?)",
+                    startup.as_millis()
+                ),
+                stderr,
+            ));
+        }
+        Ok(Err(e)) => {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Err(handshake(e.to_string(), stderr));
+        }
+        Ok(Ok(service)) => service,
+    };
+    let instructions = service
+        .peer_info()
+        .and_then(|info| serde_json::to_value(&*info).ok())
+        .and_then(|v| {
+            v.get("instructions")
+                .and_then(|i| i.as_str())
+                .map(str::to_string)
+        });
+    let live = Arc::new(Live {
+        peer: service.peer().clone(),
+        closed: Arc::new(AtomicBool::new(false)),
+        pid,
+        instructions,
+        cancel: Mutex::new(Some(service.cancellation_token())),
+    });
+    Ok(Started { live, service })
+}
