@@ -89,15 +89,10 @@ pub fn extract(input: &str) -> Result<Extracted<'_>, NormalizeError> {
         });
     }
     let found = blocks(input);
-    let chosen = if starts_fenced {
-        found.first()
-    } else if found.len() == 1 {
+    let chosen = if starts_fenced || found.len() == 1 {
         found.first()
     } else {
-        let code_blocks: Vec<&Block> = found
-            .iter()
-            .filter(|b| lang_of(&b.lang).is_ok())
-            .collect();
+        let code_blocks: Vec<&Block> = found.iter().filter(|b| lang_of(&b.lang).is_ok()).collect();
         if code_blocks.len() != 1 {
             return Err(NormalizeError::SeveralBlocks(found.len()));
         }

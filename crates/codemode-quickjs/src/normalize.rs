@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use oxc::allocator::Allocator;
-use oxc::ast::ast::{Expression, ExportDefaultDeclarationKind, Program, Statement};
+use oxc::ast::ast::{ExportDefaultDeclarationKind, Expression, Program, Statement};
 use oxc::codegen::{Codegen, CodegenOptions};
 use oxc::parser::{ParseOptions, Parser};
 use oxc::semantic::SemanticBuilder;
@@ -51,12 +51,14 @@ impl Normalized {
         let (line, column) = match &self.source_map {
             None => (line, column),
             Some(tokens) => {
-                let (gl, gc) = (line.saturating_sub(1) as u32, column.saturating_sub(1) as u32);
+                let (gl, gc) = (
+                    line.saturating_sub(1) as u32,
+                    column.saturating_sub(1) as u32,
+                );
                 let on_line = tokens.iter().filter(|t| t[0] == gl);
                 let best = on_line
                     .clone()
-                    .filter(|t| t[1] <= gc)
-                    .last()
+                    .rfind(|t| t[1] <= gc)
                     .or_else(|| on_line.clone().next());
                 match best {
                     Some(t) => (t[2] as usize + 1, t[3] as usize + 1),
@@ -160,7 +162,11 @@ struct ParseFailure {
     offset: usize,
 }
 
-fn parse<'a>(allocator: &'a Allocator, text: &'a str, ts: bool) -> Result<Program<'a>, ParseFailure> {
+fn parse<'a>(
+    allocator: &'a Allocator,
+    text: &'a str,
+    ts: bool,
+) -> Result<Program<'a>, ParseFailure> {
     let source_type = if ts {
         SourceType::ts().with_module(true)
     } else {
@@ -240,11 +246,17 @@ fn returns(stmt: &Statement<'_>) -> bool {
     match stmt {
         Statement::ReturnStatement(_) => true,
         Statement::BlockStatement(b) => b.body.iter().any(returns),
-        Statement::IfStatement(s) => returns(&s.consequent) || s.alternate.as_ref().is_some_and(returns),
+        Statement::IfStatement(s) => {
+            returns(&s.consequent) || s.alternate.as_ref().is_some_and(returns)
+        }
         Statement::TryStatement(t) => {
             t.block.body.iter().any(returns)
-                || t.handler.as_ref().is_some_and(|h| h.body.body.iter().any(returns))
-                || t.finalizer.as_ref().is_some_and(|f| f.body.iter().any(returns))
+                || t.handler
+                    .as_ref()
+                    .is_some_and(|h| h.body.body.iter().any(returns))
+                || t.finalizer
+                    .as_ref()
+                    .is_some_and(|f| f.body.iter().any(returns))
         }
         Statement::ForStatement(s) => returns(&s.body),
         Statement::ForInStatement(s) => returns(&s.body),
@@ -392,7 +404,11 @@ fn plan_edits(
                 let e = &s.expression;
                 let span = e.span();
                 edits.push(Edit::insert(span.start, "return ("));
-                let close = if is_function_value(e) { ")(input)" } else { ")" };
+                let close = if is_function_value(e) {
+                    ")(input)"
+                } else {
+                    ")"
+                };
                 edits.push(Edit::insert(span.end, close));
             }
             Some(Statement::FunctionDeclaration(f)) if !program.body.iter().any(returns) => {
@@ -410,7 +426,10 @@ fn plan_edits(
         }
     }
     if let Some(name) = call_at_end {
-        edits.push(Edit::insert(text.len() as u32, format!("\n;return {name}(input);")));
+        edits.push(Edit::insert(
+            text.len() as u32,
+            format!("\n;return {name}(input);"),
+        ));
     }
     Ok(edits)
 }
@@ -434,8 +453,8 @@ fn apply(text: &str, mut edits: Vec<Edit>) -> String {
 /// Compiles wrapped TypeScript to JavaScript; returns the code and its position map.
 fn strip_types(wrapped: &str) -> Result<(String, Vec<[u32; 4]>), NormalizeError> {
     let allocator = Allocator::default();
-    let mut program = parse(&allocator, wrapped, true)
-        .map_err(|f| NormalizeError::TypeScript(f.message))?;
+    let mut program =
+        parse(&allocator, wrapped, true).map_err(|f| NormalizeError::TypeScript(f.message))?;
     let scoping = SemanticBuilder::new()
         .with_enum_eval(true)
         .build(&program)
@@ -457,7 +476,14 @@ fn strip_types(wrapped: &str) -> Result<(String, Vec<[u32; 4]>), NormalizeError>
         .as_ref()
         .map(|m| {
             m.get_tokens()
-                .map(|t| [t.get_dst_line(), t.get_dst_col(), t.get_src_line(), t.get_src_col()])
+                .map(|t| {
+                    [
+                        t.get_dst_line(),
+                        t.get_dst_col(),
+                        t.get_src_line(),
+                        t.get_src_col(),
+                    ]
+                })
                 .collect()
         })
         .unwrap_or_default();

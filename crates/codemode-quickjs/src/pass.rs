@@ -23,8 +23,17 @@ use crate::report::{describe, SNIPPET_FILE};
 use crate::values::{decode_bytes, encode_bytes, may_hold_envelope};
 
 const GLUE: &str = include_str!("glue.js");
+/// Where a fresh context keeps the compiled glue until the pass takes it (before any model code).
+const GLUE_KEY: &str = "__codemode_glue";
 /// The SDK methods, in the order their call ids follow the connector methods.
-const SDK_METHODS: [&str; 6] = ["search", "describe", "step", "step_result", "step_error", "run"];
+const SDK_METHODS: [&str; 6] = [
+    "search",
+    "describe",
+    "step",
+    "step_result",
+    "step_error",
+    "run",
+];
 
 /// A runtime and context made ahead of time; used for one pass, then dropped.
 pub(crate) struct Fresh {
@@ -33,12 +42,17 @@ pub(crate) struct Fresh {
 }
 
 impl Fresh {
-    /// Creates a runtime with the limits of `options` and a context with the standard built-ins.
+    /// Creates a runtime with the limits of `options`, a context with the standard built-ins,
+    /// and the compiled glue script (compiling it is most of the cost of a pass).
     pub(crate) fn new(options: &QuickJsOptions) -> rquickjs::Result<Fresh> {
         let runtime = Runtime::new()?;
         runtime.set_memory_limit(options.memory_limit);
         runtime.set_max_stack_size(options.max_stack_size);
         let context = Context::full(&runtime)?;
+        context.with(|ctx| -> rquickjs::Result<()> {
+            let glue: Function = ctx.eval_with_options(GLUE, script_options("sandbox.js"))?;
+            ctx.globals().set(GLUE_KEY, glue)
+        })?;
         Ok(Fresh { runtime, context })
     }
 }
@@ -140,7 +154,9 @@ impl<'js> PassState<'js> {
             let reply = host.call(call).await;
             (call_id, reply)
         }));
-        self.resolvers.borrow_mut().insert(call_id, (resolve, reject));
+        self.resolvers
+            .borrow_mut()
+            .insert(call_id, (resolve, reject));
         Ok(promise)
     }
 
@@ -330,13 +346,15 @@ impl Driver<'_> {
         sdk_base: usize,
     ) -> rquickjs::Result<Helpers<'js>> {
         let call_state = state.clone();
-        let host_fn = Function::new(ctx.clone(), move |ctx: Ctx<'js>, id: usize, args: String| {
-            call_state.call(ctx, id, args)
-        })?;
+        let host_fn = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, id: usize, args: String| call_state.call(ctx, id, args),
+        )?;
         let log_state = state.clone();
-        let sink = Function::new(ctx.clone(), move |ctx: Ctx<'js>, level: String, line: String| {
-            log_state.log(ctx, level, line)
-        })?;
+        let sink = Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, level: String, line: String| log_state.log(ctx, level, line),
+        )?;
         let b64encode = Function::new(ctx.clone(), |bytes: TypedArray<'js, u8>| {
             // SAFETY: the slice is copied before any JavaScript runs again.
             let text = unsafe { bytes.as_bytes() }.map(encode_bytes);
@@ -371,8 +389,18 @@ impl Driver<'_> {
         for (k, m) in SDK_METHODS.iter().enumerate() {
             sdk.set(*m, sdk_base + k)?;
         }
-        let glue: Function = ctx.eval_with_options(GLUE, script_options("sandbox.js"))?;
-        let helpers: Object = glue.call((host_fn, b64encode, b64decode, sink, spec, SDK_NAMESPACE, sdk))?;
+        let globals = ctx.globals();
+        let glue: Function = globals.get(GLUE_KEY)?;
+        globals.remove(GLUE_KEY)?;
+        let helpers: Object = glue.call((
+            host_fn,
+            b64encode,
+            b64decode,
+            sink,
+            spec,
+            SDK_NAMESPACE,
+            sdk,
+        ))?;
         Ok(Helpers {
             encode: helpers.get("encode")?,
             revive: helpers.get("revive")?,
@@ -381,10 +409,19 @@ impl Driver<'_> {
     }
 
     fn namespace_names(&self) -> Vec<String> {
-        self.request.namespaces.iter().map(|n| n.name.clone()).collect()
+        self.request
+            .namespaces
+            .iter()
+            .map(|n| n.name.clone())
+            .collect()
     }
 
-    fn caught<'js>(&self, ctx: &Ctx<'js>, helpers: &Helpers<'js>, normalized: &Normalized) -> String {
+    fn caught<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        helpers: &Helpers<'js>,
+        normalized: &Normalized,
+    ) -> String {
         let thrown = ctx.catch();
         describe(
             ctx,
@@ -404,7 +441,8 @@ impl Driver<'_> {
         file: &str,
         input: Value<'js>,
     ) -> rquickjs::Result<Promise<'js>> {
-        let outer: Function = ctx.eval_with_options(normalized.source.as_str(), script_options(file))?;
+        let outer: Function =
+            ctx.eval_with_options(normalized.source.as_str(), script_options(file))?;
         let inner: Function = outer.call((input,))?;
         inner.call(())
     }
@@ -426,8 +464,18 @@ impl Driver<'_> {
         }
     }
 
-    fn drive<'js>(&self, ctx: &Ctx<'js>, state: &Rc<PassState<'js>>, helpers: &Helpers<'js>) -> PassEnd {
-        let main = match self.start(ctx, self.normalized, CODE_FILE, Value::new_undefined(ctx.clone())) {
+    fn drive<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        state: &Rc<PassState<'js>>,
+        helpers: &Helpers<'js>,
+    ) -> PassEnd {
+        let main = match self.start(
+            ctx,
+            self.normalized,
+            CODE_FILE,
+            Value::new_undefined(ctx.clone()),
+        ) {
             Ok(p) => p,
             Err(_) => {
                 if let Some(end) = self.stopped() {
@@ -517,25 +565,30 @@ impl Driver<'_> {
                 .and_then(|v| resolve.call::<_, ()>((v,))),
             HostReply::Throw(message) => Exception::from_message(ctx.clone(), &message)
                 .and_then(|e| reject.call::<_, ()>((e,))),
-            HostReply::RunCode { code, input } => match normalize(&code, self.options.max_code_bytes) {
-                Err(e) => Exception::from_message(ctx.clone(), &format!("the snippet cannot run: {e}"))
+            HostReply::RunCode { code, input } => {
+                match normalize(&code, self.options.max_code_bytes) {
+                    Err(e) => Exception::from_message(
+                        ctx.clone(),
+                        &format!("the snippet cannot run: {e}"),
+                    )
                     .and_then(|e| reject.call::<_, ()>((e,))),
-                Ok(snippet) => {
-                    let started = self
-                        .to_js(ctx, helpers, &input)
-                        .and_then(|input| self.start(ctx, &snippet, SNIPPET_FILE, input));
-                    match started {
-                        Ok(promise) => resolve.call::<_, ()>((promise,)),
-                        Err(_) => {
-                            if let Some(end) = self.stopped() {
-                                return Err(end);
+                    Ok(snippet) => {
+                        let started = self
+                            .to_js(ctx, helpers, &input)
+                            .and_then(|input| self.start(ctx, &snippet, SNIPPET_FILE, input));
+                        match started {
+                            Ok(promise) => resolve.call::<_, ()>((promise,)),
+                            Err(_) => {
+                                if let Some(end) = self.stopped() {
+                                    return Err(end);
+                                }
+                                let thrown = ctx.catch();
+                                reject.call::<_, ()>((thrown,))
                             }
-                            let thrown = ctx.catch();
-                            reject.call::<_, ()>((thrown,))
                         }
                     }
                 }
-            },
+            }
         };
         match outcome {
             Ok(()) => Ok(()),

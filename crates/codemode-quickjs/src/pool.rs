@@ -1,13 +1,14 @@
 //! Sandbox threads: passes never run on the caller's (tokio) threads.
 //!
 //! The pool grows on demand up to `max_threads`, so a runaway script holds one thread and
-//! delays nothing else. Each idle thread keeps a fresh runtime ready, made off the hot path;
-//! a runtime serves one pass and is dropped.
+//! delays nothing else. A background thread keeps a small stock of fresh runtimes ready, made
+//! off the hot path; a runtime serves one pass and is dropped.
 
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 
 use codemode::{ExecuteResult, PassEnd};
@@ -37,21 +38,81 @@ struct PoolState {
     next_id: u64,
 }
 
+/// Fresh runtimes made ahead of time by a background thread, each used once.
+pub(crate) struct Stock {
+    ready: Mutex<Vec<Fresh>>,
+    wanted: Condvar,
+    closed: AtomicBool,
+    target: usize,
+}
+
+impl Stock {
+    fn take(&self, options: &QuickJsOptions) -> rquickjs::Result<Fresh> {
+        let fresh = self.ready.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        self.wanted.notify_one();
+        match fresh {
+            Some(f) => Ok(f),
+            None => Fresh::new(options),
+        }
+    }
+
+    fn fill(self: Arc<Self>, options: Arc<QuickJsOptions>) {
+        loop {
+            {
+                let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+                while ready.len() >= self.target && !self.closed.load(Ordering::SeqCst) {
+                    ready = self.wanted.wait(ready).unwrap_or_else(|p| p.into_inner());
+                }
+                if self.closed.load(Ordering::SeqCst) {
+                    ready.clear();
+                    return;
+                }
+            }
+            match Fresh::new(&options) {
+                Ok(f) => self.ready.lock().unwrap_or_else(|p| p.into_inner()).push(f),
+                Err(_) => thread::sleep(std::time::Duration::from_millis(100)),
+            }
+        }
+    }
+}
+
 /// A growing set of sandbox threads.
 pub(crate) struct Pool {
     state: Arc<Mutex<PoolState>>,
+    stock: Arc<Stock>,
     options: Arc<QuickJsOptions>,
 }
 
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.stock.closed.store(true, Ordering::SeqCst);
+        self.stock.wanted.notify_all();
+    }
+}
+
 fn lock(state: &Mutex<PoolState>) -> MutexGuard<'_, PoolState> {
-    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Pool {
     /// Creates an empty pool; threads start with the first passes.
     pub(crate) fn new(options: Arc<QuickJsOptions>) -> Self {
+        let stock = Arc::new(Stock {
+            ready: Mutex::new(Vec::new()),
+            wanted: Condvar::new(),
+            closed: AtomicBool::new(false),
+            target: 2,
+        });
+        let filler = stock.clone();
+        let filler_options = options.clone();
+        let _ = thread::Builder::new()
+            .name("codemode-sandbox-stock".into())
+            .spawn(move || filler.fill(filler_options));
         Pool {
             state: Arc::new(Mutex::new(PoolState::default())),
+            stock,
             options,
         }
     }
@@ -75,11 +136,12 @@ impl Pool {
         state.next_id += 1;
         drop(state);
         let pool_state = self.state.clone();
+        let stock = self.stock.clone();
         let options = self.options.clone();
         let spawned = thread::Builder::new()
             .name(format!("codemode-sandbox-{id}"))
             .stack_size(options.thread_stack_size())
-            .spawn(move || worker_loop(id, task, pool_state, options));
+            .spawn(move || worker_loop(id, task, pool_state, stock, options));
         if spawned.is_err() {
             lock(&self.state).threads -= 1;
         }
@@ -93,38 +155,42 @@ fn fail(reply: oneshot::Sender<ExecuteResult>, message: &str) {
     });
 }
 
-fn run(task: Task, options: &QuickJsOptions, fresh: &mut Option<Fresh>) {
+fn run(task: Task, options: &QuickJsOptions, stock: &Stock) {
     if task.reply.is_closed() {
         return;
     }
-    let ready = match fresh.take() {
-        Some(f) => Ok(f),
-        None => Fresh::new(options),
-    };
-    match ready {
+    match stock.take(options) {
         Ok(f) => {
             let job = task.job;
             match panic::catch_unwind(AssertUnwindSafe(move || run_pass(f, job))) {
                 Ok(result) => {
                     let _ = task.reply.send(result);
                 }
-                Err(_) => fail(task.reply, "internal error in the sandbox; the pass was stopped"),
+                Err(_) => fail(
+                    task.reply,
+                    "internal error in the sandbox; the pass was stopped",
+                ),
             }
         }
-        Err(e) => fail(task.reply, &format!("the sandbox could not be created: {e}")),
+        Err(e) => fail(
+            task.reply,
+            &format!("the sandbox could not be created: {e}"),
+        ),
     }
 }
 
-fn worker_loop(id: u64, first: Task, state: Arc<Mutex<PoolState>>, options: Arc<QuickJsOptions>) {
+fn worker_loop(
+    id: u64,
+    first: Task,
+    state: Arc<Mutex<PoolState>>,
+    stock: Arc<Stock>,
+    options: Arc<QuickJsOptions>,
+) {
     let (sender, receiver): (SyncSender<Task>, Receiver<Task>) = mpsc::sync_channel(1);
-    let mut fresh: Option<Fresh> = None;
     let mut next = Some(first);
     loop {
         if let Some(task) = next.take() {
-            run(task, &options, &mut fresh);
-        }
-        if fresh.is_none() {
-            fresh = Fresh::new(&options).ok();
+            run(task, &options, &stock);
         }
         {
             let mut guard = lock(&state);

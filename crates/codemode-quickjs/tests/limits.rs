@@ -30,18 +30,35 @@ async fn an_infinite_loop_is_stopped_while_another_pass_completes_on_time() {
         let executor = executor.clone();
         tokio::spawn(async move {
             let started = Instant::now();
-            let result = run_with(&executor, "async () => { while (true) {} }", TestHost::echo()).await;
+            let result = run_with(
+                &executor,
+                "async () => { while (true) {} }",
+                TestHost::echo(),
+            )
+            .await;
             (result, started.elapsed())
         })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
-    let quick = run_with(&executor, "async () => { let s = 0; for (let i = 0; i < 1000; i++) s += i; return s; }", TestHost::echo()).await;
+    let quick = run_with(
+        &executor,
+        "async () => { let s = 0; for (let i = 0; i < 1000; i++) s += i; return s; }",
+        TestHost::echo(),
+    )
+    .await;
     let quick_time = started.elapsed();
     assert_eq!(returned(&quick), serde_json::json!(499500));
-    assert!(quick_time < Duration::from_millis(500), "the quick pass took {quick_time:?}");
+    assert!(
+        quick_time < Duration::from_millis(500),
+        "the quick pass took {quick_time:?}"
+    );
     let (result, elapsed) = looping.await.unwrap();
-    assert!(failure(&result).starts_with("Time limit"), "{:?}", result.end);
+    assert!(
+        failure(&result).starts_with("Time limit"),
+        "{:?}",
+        result.end
+    );
     assert!(elapsed >= Duration::from_millis(1_400), "{elapsed:?}");
     assert!(elapsed < Duration::from_millis(4_000), "{elapsed:?}");
 }
@@ -56,14 +73,24 @@ async fn the_interrupt_cannot_be_caught() {
 #[tokio::test]
 async fn waiting_on_the_host_past_the_deadline_is_stopped() {
     let started = Instant::now();
-    let result = run_with(&short(300), "async () => await tasks.get({})", Arc::new(SilentHost)).await;
+    let result = run_with(
+        &short(300),
+        "async () => await tasks.get({})",
+        Arc::new(SilentHost),
+    )
+    .await;
     assert!(failure(&result).starts_with("Time limit"));
     assert!(started.elapsed() < Duration::from_secs(3));
 }
 
 #[tokio::test]
 async fn a_promise_nothing_will_settle_is_reported() {
-    let result = run_with(&short(5_000), "async () => await new Promise(() => {})", TestHost::echo()).await;
+    let result = run_with(
+        &short(5_000),
+        "async () => await new Promise(() => {})",
+        TestHost::echo(),
+    )
+    .await;
     assert!(failure(&result).contains("nothing will ever settle"));
 }
 
@@ -74,7 +101,8 @@ async fn memory_is_limited() {
             .with_memory_limit(16 * 1024 * 1024)
             .with_wall_time(Duration::from_secs(20)),
     );
-    let code = "async () => { const keep = []; while (true) keep.push(new Array(100000).fill(1)); }";
+    let code =
+        "async () => { const keep = []; while (true) keep.push(new Array(100000).fill(1)); }";
     let result = run_with(&executor, code, TestHost::echo()).await;
     let message = failure(&result);
     assert!(message.starts_with("Memory limit"), "{message}");
@@ -83,8 +111,14 @@ async fn memory_is_limited() {
 
 #[tokio::test]
 async fn a_large_string_hits_the_memory_limit() {
-    let executor = QuickJsExecutor::new(QuickJsOptions::default().with_memory_limit(8 * 1024 * 1024));
-    let result = run_with(&executor, "async () => 'x'.repeat(64 * 1024 * 1024).length", TestHost::echo()).await;
+    let executor =
+        QuickJsExecutor::new(QuickJsOptions::default().with_memory_limit(8 * 1024 * 1024));
+    let result = run_with(
+        &executor,
+        "async () => 'x'.repeat(64 * 1024 * 1024).length",
+        TestHost::echo(),
+    )
+    .await;
     assert!(failure(&result).starts_with("Memory limit"));
 }
 
@@ -105,7 +139,10 @@ async fn console_output_is_capped_and_ends_the_pass() {
     assert!(failure(&result).starts_with("Console limit"));
     let last = result.logs.last().unwrap();
     assert!(last.contains("console output truncated"), "{last}");
-    let kept: usize = result.logs[..result.logs.len() - 1].iter().map(String::len).sum();
+    let kept: usize = result.logs[..result.logs.len() - 1]
+        .iter()
+        .map(String::len)
+        .sum();
     assert!(kept <= 1_000, "{kept}");
 }
 
@@ -123,7 +160,11 @@ async fn a_dropped_execution_is_cancelled() {
     let started = Instant::now();
     let outcome = tokio::time::timeout(
         Duration::from_millis(200),
-        run_with(&executor, "async () => { while (true) {} }", TestHost::echo()),
+        run_with(
+            &executor,
+            "async () => { while (true) {} }",
+            TestHost::echo(),
+        ),
     )
     .await;
     assert!(outcome.is_err());

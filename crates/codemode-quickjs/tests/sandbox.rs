@@ -23,7 +23,8 @@ async fn connector_calls_become_host_calls() {
 
 #[tokio::test]
 async fn calls_run_concurrently_with_promise_all() {
-    let code = "async () => (await Promise.all([1, 2, 3].map(n => tasks.get({n})))).map(r => r.args.n)";
+    let code =
+        "async () => (await Promise.all([1, 2, 3].map(n => tasks.get({n})))).map(r => r.args.n)";
     assert_eq!(returned(&run(code).await), json!([1, 2, 3]));
 }
 
@@ -38,7 +39,12 @@ async fn a_thrown_reply_is_a_catchable_error() {
 #[tokio::test]
 async fn an_uncaught_thrown_reply_fails_the_pass_with_its_message() {
     let host = TestHost::new(|_| HostReply::Throw("no such task".into()));
-    let result = run_with(&QuickJsExecutor::default(), "await tasks.get({id: 1})", host).await;
+    let result = run_with(
+        &QuickJsExecutor::default(),
+        "await tasks.get({id: 1})",
+        host,
+    )
+    .await;
     assert!(failure(&result).contains("no such task"));
 }
 
@@ -122,7 +128,10 @@ async fn a_new_step_runs_and_reports_its_result() {
     assert_eq!(returned(&result), json!({"n": 7, "big": {"$bigint": "5"}}));
     let calls = host.calls();
     assert_eq!(calls[1].method, "step_result");
-    assert_eq!(calls[1].args, json!({"seq": 3, "value": {"n": 7, "big": {"$bigint": "5"}}}));
+    assert_eq!(
+        calls[1].args,
+        json!({"seq": 3, "value": {"n": 7, "big": {"$bigint": "5"}}})
+    );
 }
 
 #[tokio::test]
@@ -141,18 +150,23 @@ async fn a_failing_step_reports_its_error_and_rethrows() {
 
 #[tokio::test]
 async fn run_executes_a_snippet_in_the_same_pass() {
-    let host = TestHost::new(|c| match (c.namespace.as_str(), c.method.as_str()) {
+    let host = TestHost::new(|c| {
+        match (c.namespace.as_str(), c.method.as_str()) {
         ("codemode", "run") => HostReply::RunCode {
             code: "```ts\nconst r: any = await tasks.get({ id: input.id });\nreturn r.args.id * 2;\n```".into(),
             input: c.args["input"].clone(),
         },
         _ => HostReply::Value(json!({"args": c.args})),
+    }
     });
     let code = "async () => await codemode.run('double', { id: 21 })";
     let result = run_with(&QuickJsExecutor::default(), code, host.clone()).await;
     assert_eq!(returned(&result), json!(42));
     let calls = host.calls();
-    assert_eq!(calls[0].args, json!({"name": "double", "input": {"id": 21}}));
+    assert_eq!(
+        calls[0].args,
+        json!({"name": "double", "input": {"id": 21}})
+    );
     assert_eq!(calls[1].method, "get");
 }
 
@@ -164,7 +178,10 @@ async fn a_snippet_that_does_not_parse_rejects_the_run_promise() {
     });
     let code = "async () => { try { await codemode.run('bad'); } catch (e) { return e.message; } }";
     let message = returned(&run_with(&QuickJsExecutor::default(), code, host).await);
-    assert!(message.as_str().unwrap().contains("SyntaxError"), "{message}");
+    assert!(
+        message.as_str().unwrap().contains("SyntaxError"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -218,8 +235,14 @@ async fn values_that_are_not_json_give_clear_errors() {
         ("async () => () => 1", "function"),
         ("async () => ({ f() {} })", "a function (at key \"f\")"),
         ("async () => Symbol('s')", "symbol"),
-        ("async () => { const a = {}; a.self = a; return a; }", "cycle"),
-        ("async () => { await tasks.get({ cb: () => 1 }); }", "function"),
+        (
+            "async () => { const a = {}; a.self = a; return a; }",
+            "cycle",
+        ),
+        (
+            "async () => { await tasks.get({ cb: () => 1 }); }",
+            "function",
+        ),
     ];
     for (code, expected) in cases {
         let message = failure(&run(code).await);
@@ -238,7 +261,10 @@ async fn syntax_errors_point_into_the_model_code() {
         let message = failure(&run(code).await);
         let expected = format!("line {line}, column {column}");
         assert!(message.contains("SyntaxError"), "{code}: {message}");
-        assert!(message.contains(&expected), "{code}: expected {expected} in {message}");
+        assert!(
+            message.contains(&expected),
+            "{code}: expected {expected} in {message}"
+        );
     }
 }
 
@@ -269,17 +295,30 @@ async fn bad_input_gets_a_clear_error() {
     let cases: Vec<(String, &str)> = vec![
         ("".into(), "The code is empty"),
         ("   \n\t".into(), "The code is empty"),
-        ("// just a comment\n/* and another */".into(), "only comments"),
+        (
+            "// just a comment\n/* and another */".into(),
+            "only comments",
+        ),
         ("```js\n```".into(), "The code is empty"),
-        ("Please list all my open tasks".into(), "not JavaScript or TypeScript"),
+        (
+            "Please list all my open tasks".into(),
+            "not JavaScript or TypeScript",
+        ),
         ("```python\nprint('hi')\n```".into(), "marked `python`"),
         ("SELECT * FROM tasks;".into(), "SyntaxError"),
         (long, "more than the limit"),
-        ("import fs from 'fs';\nfs.readFileSync('/etc/passwd')".into(), "`import` is not available"),
+        (
+            "import fs from 'fs';\nfs.readFileSync('/etc/passwd')".into(),
+            "`import` is not available",
+        ),
     ];
     for (code, expected) in cases {
         let message = failure(&run(&code).await);
-        assert!(message.contains(expected), "{}: {message}", &code[..code.len().min(40)]);
+        assert!(
+            message.contains(expected),
+            "{}: {message}",
+            &code[..code.len().min(40)]
+        );
         assert!(message.contains("async () =>"), "no example in: {message}");
     }
 }
@@ -287,7 +326,9 @@ async fn bad_input_gets_a_clear_error() {
 #[tokio::test]
 async fn namespaces_that_cannot_be_globals_are_refused() {
     let executor = QuickJsExecutor::default();
-    for name in ["Promise", "console", "JSON", "codemode", "1abc", "my-api", "", "class", "input"] {
+    for name in [
+        "Promise", "console", "JSON", "codemode", "1abc", "my-api", "", "class", "input",
+    ] {
         let request = codemode::ExecuteRequest {
             code: "async () => 1".into(),
             namespaces: vec![codemode::Namespace {
@@ -297,9 +338,19 @@ async fn namespaces_that_cannot_be_globals_are_refused() {
         };
         let result = executor.execute(request, TestHost::echo()).await;
         let message = failure(&result);
-        assert!(message.contains("cannot be a sandbox global"), "{name}: {message}");
+        assert!(
+            message.contains("cannot be a sandbox global"),
+            "{name}: {message}"
+        );
     }
-    for name in ["Promise", "console", "JSON", "codemode", "Math", "globalThis"] {
+    for name in [
+        "Promise",
+        "console",
+        "JSON",
+        "codemode",
+        "Math",
+        "globalThis",
+    ] {
         assert!(executor.reserved_globals().contains(&name), "{name}");
     }
 }

@@ -10,8 +10,21 @@ use serde_json::json;
 #[tokio::test]
 async fn capabilities_that_are_not_given_do_not_exist() {
     let names = [
-        "fetch", "require", "process", "module", "exports", "Deno", "Bun", "std", "os",
-        "XMLHttpRequest", "WebSocket", "setTimeout", "setInterval", "importScripts", "__dirname",
+        "fetch",
+        "require",
+        "process",
+        "module",
+        "exports",
+        "Deno",
+        "Bun",
+        "std",
+        "os",
+        "XMLHttpRequest",
+        "WebSocket",
+        "setTimeout",
+        "setInterval",
+        "importScripts",
+        "__dirname",
     ];
     for name in names {
         let code = format!("async () => typeof {name}");
@@ -29,7 +42,9 @@ async fn dynamic_import_fails() {
 
 #[tokio::test]
 async fn static_import_is_refused_with_advice() {
-    let message = failure(&run("import { readFileSync } from 'fs';\nreturn readFileSync('/etc/passwd');").await);
+    let message = failure(
+        &run("import { readFileSync } from 'fs';\nreturn readFileSync('/etc/passwd');").await,
+    );
     assert!(message.contains("`import` is not available"), "{message}");
 }
 
@@ -41,7 +56,10 @@ async fn eval_and_the_function_constructor_reach_only_the_sandbox() {
         (0, eval)("typeof fetch"),
         [].constructor.constructor("return typeof globalThis.std")(),
     ]"#;
-    assert_eq!(returned(&run(code).await), json!(["undefined", "undefined", "undefined", "undefined"]));
+    assert_eq!(
+        returned(&run(code).await),
+        json!(["undefined", "undefined", "undefined", "undefined"])
+    );
 }
 
 #[tokio::test]
@@ -91,7 +109,10 @@ async fn wrapper_break_out_attempts_fail_to_parse() {
 async fn nothing_survives_a_pass() {
     let executor = QuickJsExecutor::default();
     let first = "async () => { globalThis.leak = 1; Object.prototype.polluted = 'yes'; Array.prototype.push = () => 0; JSON.parse = () => 'hacked'; return 1; }";
-    assert_eq!(returned(&run_with(&executor, first, TestHost::echo()).await), json!(1));
+    assert_eq!(
+        returned(&run_with(&executor, first, TestHost::echo()).await),
+        json!(1)
+    );
     let second = "async () => { const a = []; a.push(1); return [typeof leak, ({}).polluted ?? null, a.length, JSON.parse('2')]; }";
     let result = run_with(&executor, second, TestHost::echo()).await;
     assert_eq!(returned(&result), json!(["undefined", null, 1, 2]));
@@ -99,7 +120,8 @@ async fn nothing_survives_a_pass() {
 
 #[tokio::test]
 async fn host_values_are_plain_copies() {
-    let host = TestHost::new(|_| HostReply::Value(json!({"__proto__": {"admin": true}, "items": [1]})));
+    let host =
+        TestHost::new(|_| HostReply::Value(json!({"__proto__": {"admin": true}, "items": [1]})));
     let code = r#"async () => {
         const a = await tasks.get({});
         a.items.push(2);
@@ -138,7 +160,10 @@ async fn namespace_objects_cannot_be_replaced() {
         return [attempts, (await tasks.get({})).method];
     }"#;
     let result = run_with(&QuickJsExecutor::default(), code, host).await;
-    assert_eq!(returned(&result), json!([["TypeError", "TypeError", "TypeError"], "get"]));
+    assert_eq!(
+        returned(&result),
+        json!([["TypeError", "TypeError", "TypeError"], "get"])
+    );
 }
 
 #[tokio::test]
@@ -151,5 +176,8 @@ async fn a_prototype_polluting_argument_reaches_the_host_as_plain_data() {
     }"#;
     let result = run_with(&QuickJsExecutor::default(), code, host.clone()).await;
     assert_eq!(returned(&result), json!(null));
-    assert_eq!(host.calls()[0].args, json!({"__proto__": {"polluted": true}, "title": "t"}));
+    assert_eq!(
+        host.calls()[0].args,
+        json!({"__proto__": {"polluted": true}, "title": "t"})
+    );
 }

@@ -58,7 +58,11 @@ pub fn namespaces() -> Vec<Namespace> {
 }
 
 /// Runs `code` on `executor` with `host` and the test namespaces.
-pub async fn run_with(executor: &QuickJsExecutor, code: &str, host: Arc<dyn Host>) -> ExecuteResult {
+pub async fn run_with(
+    executor: &QuickJsExecutor,
+    code: &str,
+    host: Arc<dyn Host>,
+) -> ExecuteResult {
     executor
         .execute(
             ExecuteRequest {
