@@ -1,7 +1,7 @@
 //! Medians through HTTP on loopback with a keep-alive client, against `codemode serve`.
 //! Run: cargo bench -p codemode-cli --bench http
 
-#[path = "../tests/common.rs"]
+#[path = "../tests/common/mod.rs"]
 mod common;
 
 use serde_json::{json, Value};
@@ -36,10 +36,7 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let server = common::serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
     let base = server.base.clone();
-    let c = reqwest::Client::builder()
-        .pool_max_idle_per_host(4)
-        .build()
-        .unwrap();
+    let c = common::client();
 
     let cases: [(&str, &str); 3] = [
         ("async () => 1", "async () => 1"),

@@ -1,6 +1,6 @@
 //! Turns the configuration and the command-line flags into a [`Runtime`].
 
-use crate::config::{Config, StoreUrl, DEFAULT_LISTEN, DEFAULT_STORE};
+use crate::config::{Config, ConnectorConfig, StoreUrl, DEFAULT_LISTEN, DEFAULT_STORE};
 use crate::demo;
 use anyhow::{Context, Result};
 use codemode::Runtime;
@@ -92,7 +92,7 @@ pub struct App {
 }
 
 /// Opens the store, starts the connectors and builds the runtime.
-pub fn build(settings: &Settings) -> Result<App> {
+pub async fn build(settings: &Settings) -> Result<App> {
     let db_path = settings.db_path.clone();
     if let Some(dir) = db_path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -119,12 +119,19 @@ pub fn build(settings: &Settings) -> Result<App> {
     }
     let mut failed = Vec::new();
     for (name, connector) in &settings.config.connectors {
-        let error = match connector.resolve_secrets(name) {
-            Err(e) => format!("{e:#}"),
-            Ok(_) => "this build has no MCP or OpenAPI connector support yet".to_string(),
-        };
-        tracing::warn!(connector = %name, %error, "connector not started");
-        failed.push((name.clone(), error));
+        match start_connector(name, connector).await {
+            Ok(c) => {
+                builder = builder.connector_arc(c);
+                if let Some(hint) = connector.hint() {
+                    builder = builder.hint(name.clone(), hint);
+                }
+            }
+            Err(e) => {
+                let error = format!("{e:#}");
+                tracing::warn!(connector = %name, %error, "connector not started");
+                failed.push((name.clone(), error));
+            }
+        }
     }
     let runtime = builder.build().context("cannot build the runtime")?;
     Ok(App {
@@ -132,6 +139,25 @@ pub fn build(settings: &Settings) -> Result<App> {
         failed,
         db_path,
     })
+}
+
+/// Starts one configured connector; an error names the connector and why.
+async fn start_connector(
+    name: &str,
+    config: &ConnectorConfig,
+) -> Result<Arc<dyn codemode::Connector>> {
+    config.check_secrets(name)?;
+    match config {
+        ConnectorConfig::Openapi(o) => {
+            let c = codemode_openapi::OpenApiConnector::from_spec(o.to_openapi(name))
+                .await
+                .with_context(|| format!("connectors.{name}: cannot load {}", o.spec))?;
+            Ok(Arc::new(c))
+        }
+        ConnectorConfig::Mcp(_) => {
+            anyhow::bail!("connectors.{name}: MCP connectors are not available in this build yet")
+        }
+    }
 }
 
 /// `true` for loopback addresses, which need no token.

@@ -4,6 +4,7 @@
 //! environment variables that hold them.
 
 use anyhow::{bail, Context, Result};
+use codemode::policy::{ApprovalPolicy, RevertRule};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -79,70 +80,150 @@ impl SecretRef {
     }
 }
 
-/// One connector: an MCP server or an OpenAPI document.
-#[allow(dead_code)] // the connector crates read these fields once they are wired in
+/// One connector: an MCP server or an OpenAPI document, tagged by `type`.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(tag = "type", rename_all = "lowercase")]
 pub enum ConnectorConfig {
-    /// An MCP server started as a child process (stdio) or reached over Streamable HTTP.
-    Mcp {
-        /// The command and its arguments (stdio).
-        command: Option<Vec<String>>,
-        /// The server URL (Streamable HTTP).
-        url: Option<String>,
-        /// Environment variables for the child, each a secret reference.
-        #[serde(default)]
-        env: BTreeMap<String, SecretRef>,
-        /// HTTP headers, each a secret reference.
-        #[serde(default)]
-        headers: BTreeMap<String, SecretRef>,
-        /// Which tools need approval.
-        #[serde(default)]
-        approval: codemode::policy::ApprovalPolicy,
-        /// Declared reverts.
-        #[serde(default)]
-        reverts: Vec<toml::Value>,
-        /// A one-line hint shown in the tool description.
-        hint: Option<String>,
-    },
+    /// An MCP server.
+    Mcp(McpEntry),
     /// An OpenAPI 3.x document.
-    Openapi {
-        /// A path or URL of the document.
-        spec: String,
-        /// The API base URL, when the document's is not the one to use.
-        base_url: Option<String>,
-        /// HTTP headers, each a secret reference.
-        #[serde(default)]
-        headers: BTreeMap<String, SecretRef>,
-        /// Which operations need approval.
-        #[serde(default)]
-        approval: codemode::policy::ApprovalPolicy,
-        /// Declared reverts.
-        #[serde(default)]
-        reverts: Vec<toml::Value>,
-        /// A one-line hint shown in the tool description.
-        hint: Option<String>,
-    },
+    Openapi(OpenApiEntry),
+}
+
+/// An MCP server started as a child process (stdio) or reached over Streamable HTTP.
+#[allow(dead_code)] // read once the MCP connector crate is wired in
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpEntry {
+    /// The program and its arguments (stdio).
+    pub command: Option<Vec<String>>,
+    /// The server URL (Streamable HTTP).
+    pub url: Option<String>,
+    /// Environment variables for the child, each a secret reference.
+    #[serde(default)]
+    pub env: BTreeMap<String, SecretRef>,
+    /// Fixed, non-secret HTTP headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The environment variable holding a bearer token for the server (HTTP).
+    pub bearer_token_env: Option<String>,
+    /// Which tools need approval.
+    #[serde(default)]
+    pub approval: ApprovalPolicy,
+    /// Declared reverts.
+    #[serde(default)]
+    pub reverts: Vec<RevertRule>,
+    /// Guidance for the model.
+    pub instructions: Option<String>,
+    /// Per-call timeout in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// A one-line hint shown in the tool description.
+    pub hint: Option<String>,
+}
+
+/// An OpenAPI 3.x document as a connector (see `codemode_openapi::OpenApiConfig`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenApiEntry {
+    /// A file path or an `http(s)://` URL of the document.
+    pub spec: String,
+    /// Overrides the document's `servers`.
+    pub base_url: Option<String>,
+    /// Credentials, each named by an environment variable.
+    pub auth: Option<codemode_openapi::AuthConfig>,
+    /// Which operations need approval (GET, HEAD and OPTIONS are read-only).
+    #[serde(default)]
+    pub approval: ApprovalPolicy,
+    /// Declared reverts.
+    #[serde(default)]
+    pub reverts: Vec<RevertRule>,
+    /// Also expose the document as `spec()`.
+    #[serde(default)]
+    pub expose_spec: bool,
+    /// Guidance for the model.
+    pub instructions: Option<String>,
+    /// Per-call timeout in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Largest response body accepted, in bytes.
+    pub max_response_bytes: Option<usize>,
+    /// Fixed, non-secret headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Header carrying the call's idempotency key, if the API honours one.
+    pub idempotency_header: Option<String>,
+    /// A one-line hint shown in the tool description.
+    pub hint: Option<String>,
+}
+
+impl OpenApiEntry {
+    /// The connector crate's configuration for the global `name`.
+    pub fn to_openapi(&self, name: &str) -> codemode_openapi::OpenApiConfig {
+        let mut c = codemode_openapi::OpenApiConfig::new(name, self.spec.clone());
+        c.base_url = self.base_url.clone();
+        c.auth = self.auth.clone();
+        c.approval = self.approval.clone();
+        c.reverts = self.reverts.clone();
+        c.expose_spec = self.expose_spec;
+        c.instructions = self.instructions.clone();
+        if let Some(ms) = self.timeout_ms {
+            c.timeout_ms = ms;
+        }
+        if let Some(n) = self.max_response_bytes {
+            c.max_response_bytes = n;
+        }
+        c.headers = self.headers.clone();
+        c.idempotency_header = self.idempotency_header.clone();
+        c
+    }
 }
 
 impl ConnectorConfig {
-    /// Reads every secret the connector references: `(field, value)`, or an error naming the
-    /// field and the variable that is not set.
-    pub fn resolve_secrets(&self, name: &str) -> Result<Vec<(String, String)>> {
-        let mut out = Vec::new();
-        let (env, headers) = match self {
-            ConnectorConfig::Mcp { env, headers, .. } => (Some(env), headers),
-            ConnectorConfig::Openapi { headers, .. } => (None, headers),
-        };
-        for (key, secret) in env.into_iter().flatten() {
-            let field = format!("connectors.{name}.env.{key}");
-            out.push((key.clone(), secret.resolve(&field)?));
+    /// The hint shown in the tool description.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            ConnectorConfig::Mcp(m) => m.hint.as_deref(),
+            ConnectorConfig::Openapi(o) => o.hint.as_deref(),
         }
-        for (key, secret) in headers {
-            let field = format!("connectors.{name}.headers.{key}");
-            out.push((key.clone(), secret.resolve(&field)?));
+    }
+
+    /// Checks that every secret the connector references is set; the error names the field
+    /// and the variable.
+    pub fn check_secrets(&self, name: &str) -> Result<()> {
+        let mut refs: Vec<(String, String)> = Vec::new();
+        match self {
+            ConnectorConfig::Mcp(m) => {
+                for (k, s) in &m.env {
+                    refs.push((format!("connectors.{name}.env.{k}"), s.env.clone()));
+                }
+                if let Some(v) = &m.bearer_token_env {
+                    refs.push((format!("connectors.{name}.bearer_token_env"), v.clone()));
+                }
+            }
+            ConnectorConfig::Openapi(o) => {
+                use codemode_openapi::AuthConfig;
+                let field = format!("connectors.{name}.auth");
+                match &o.auth {
+                    Some(AuthConfig::Bearer { token_env }) => {
+                        refs.push((format!("{field}.token_env"), token_env.clone()))
+                    }
+                    Some(AuthConfig::Basic {
+                        username_env,
+                        password_env,
+                    }) => {
+                        refs.push((format!("{field}.username_env"), username_env.clone()));
+                        refs.push((format!("{field}.password_env"), password_env.clone()));
+                    }
+                    Some(AuthConfig::ApiKey { value_env, .. }) => {
+                        refs.push((format!("{field}.value_env"), value_env.clone()))
+                    }
+                    None => {}
+                }
+            }
         }
-        Ok(out)
+        for (field, var) in refs {
+            SecretRef { env: var }.resolve(&field)?;
+        }
+        Ok(())
     }
 }
 
@@ -182,7 +263,7 @@ impl Config {
             StoreUrl::parse(store).with_context(|| format!("{origin}: field `store`"))?;
         }
         for (name, c) in &self.connectors {
-            if let ConnectorConfig::Mcp { command, url, .. } = c {
+            if let ConnectorConfig::Mcp(McpEntry { command, url, .. }) = c {
                 match (command, url) {
                     (Some(_), Some(_)) | (None, None) => bail!(
                         "{origin}: connectors.{name}: give exactly one of `command` (stdio) or `url` (Streamable HTTP)"
@@ -256,7 +337,7 @@ mod tests {
     #[test]
     fn inline_secret_is_refused() {
         let err = Config::parse(
-            "[connectors.gh]\ntype = \"mcp\"\nurl = \"http://x\"\nheaders = { Authorization = \"Bearer abc\" }\n",
+            "[connectors.gh]\ntype = \"mcp\"\nurl = \"http://x\"\nenv = { TOKEN = \"abc\" }\n",
             "c.toml",
         )
         .unwrap_err()

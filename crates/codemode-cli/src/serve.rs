@@ -23,7 +23,7 @@ pub struct ServeArgs {
 /// Runs the server until Ctrl-C (or, with `--stdio`, until the client leaves).
 pub async fn run(common: &CommonArgs, args: &ServeArgs) -> Result<()> {
     let settings = Settings::load(common)?;
-    let app = app::build(&settings)?;
+    let app = app::build(&settings).await?;
     let token_env = args
         .token_env
         .clone()

@@ -22,7 +22,7 @@ async fn get(c: &reqwest::Client, url: String) -> (u16, Value) {
 async fn pause_over_http_approve_from_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
-    let c = reqwest::Client::new();
+    let c = common::client();
     let base = &server.base;
 
     let (status, health) = get(&c, format!("{base}/healthz")).await;
@@ -113,7 +113,7 @@ async fn bad_bodies_are_json_errors() {
     )
     .unwrap();
     let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
-    let c = reqwest::Client::new();
+    let c = common::client();
     let base = &server.base;
 
     let r = c
@@ -180,7 +180,7 @@ async fn off_loopback_requires_the_token() {
     );
     let port = server.base.rsplit(':').next().unwrap();
     let base = format!("http://127.0.0.1:{port}");
-    let c = reqwest::Client::new();
+    let c = common::client();
     assert_eq!(get(&c, format!("{base}/healthz")).await.0, 200);
     let (status, body) = get(&c, format!("{base}/api/pending")).await;
     assert_eq!(status, 401);
@@ -304,4 +304,36 @@ fn a_busy_port_is_a_clear_error() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&addr), "{err}");
+}
+
+#[tokio::test]
+async fn a_connector_that_fails_leaves_the_others_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("codemode.toml"),
+        "demo = true\n[connectors.broken]\ntype = \"openapi\"\nspec = \"./missing.yaml\"\n\n[connectors.secret]\ntype = \"openapi\"\nspec = \"./missing.yaml\"\nauth = { type = \"bearer\", token_env = \"CM_TEST_UNSET_TOKEN\" }\n",
+    )
+    .unwrap();
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let c = common::client();
+    let (status, health) = get(&c, format!("{}/healthz", server.base)).await;
+    assert_eq!(status, 200);
+    assert_eq!(health["connectors"], json!(["tasks"]));
+    let failed = health["failed"].to_string();
+    assert!(
+        failed.contains("broken") && failed.contains("missing.yaml"),
+        "{failed}"
+    );
+    assert!(
+        failed.contains("connectors.secret.auth.token_env")
+            && failed.contains("CM_TEST_UNSET_TOKEN"),
+        "{failed}"
+    );
+    let (_, outcome) = post(
+        &c,
+        format!("{}/api/run", server.base),
+        json!({"code": "async () => 1"}),
+    )
+    .await;
+    assert_eq!(outcome["status"], "completed");
 }

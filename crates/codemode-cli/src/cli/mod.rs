@@ -139,7 +139,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let settings = Settings::load(&cli.common)?;
-    let app = app::build(&settings)?;
+    let app = app::build(&settings).await?;
     let rt = app.runtime;
     let out = output::Printer { json: cli.json };
     match cli.command {

@@ -70,3 +70,12 @@ pub fn cli(dir: &Path, db: &Path, args: &[&str]) -> Output {
         .output()
         .expect("run codemode")
 }
+
+/// An HTTP client (keep-alive); installs the TLS crypto provider reqwest is built without.
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(4)
+        .build()
+        .unwrap()
+}
