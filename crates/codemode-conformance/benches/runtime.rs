@@ -34,14 +34,20 @@ fn bare_commit(path: &std::path::Path, n: usize) -> Duration {
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.pragma_update(None, "journal_mode", "WAL").unwrap();
     conn.pragma_update(None, "synchronous", "NORMAL").unwrap();
-    conn.execute("CREATE TABLE IF NOT EXISTS bench_bare (id INTEGER PRIMARY KEY, v TEXT)", [])
-        .unwrap();
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS bench_bare (id INTEGER PRIMARY KEY, v TEXT)",
+        [],
+    )
+    .unwrap();
     let mut xs = Vec::with_capacity(n);
     for i in 0..n {
         let t = Instant::now();
         conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-        conn.execute("INSERT INTO bench_bare (v) VALUES (?1)", [format!("row {i}")])
-            .unwrap();
+        conn.execute(
+            "INSERT INTO bench_bare (v) VALUES (?1)",
+            [format!("row {i}")],
+        )
+        .unwrap();
         conn.execute_batch("COMMIT").unwrap();
         xs.push(t.elapsed());
     }

@@ -38,34 +38,35 @@ pub enum CrashPoint {
 
 /// The ledger connector writing to `journal`, dying at `crash`.
 pub fn ledger(journal: PathBuf, crash: CrashPoint) -> RustConnector {
-    RustConnector::new("ledger").tool(
-        RustTool::new("write", move |args: Value, ctx: CallContext| {
-            let journal = journal.clone();
-            async move {
-                let key = ctx.idempotency_key();
-                append(&journal, &format!("attempt {key}"));
-                if crash == CrashPoint::BeforeEffect(ctx.seq) {
-                    std::process::abort();
+    RustConnector::new("ledger")
+        .tool(
+            RustTool::new("write", move |args: Value, ctx: CallContext| {
+                let journal = journal.clone();
+                async move {
+                    let key = ctx.idempotency_key();
+                    append(&journal, &format!("attempt {key}"));
+                    if crash == CrashPoint::BeforeEffect(ctx.seq) {
+                        std::process::abort();
+                    }
+                    let done = read_journal(&journal).contains(&format!("effect {key}"));
+                    if !done {
+                        append(&journal, &format!("effect {key}"));
+                    }
+                    if crash == CrashPoint::AfterEffect(ctx.seq) {
+                        std::process::abort();
+                    }
+                    Ok::<Value, ToolError>(json!({ "written": args["value"], "key": key }))
                 }
-                let done = read_journal(&journal).contains(&format!("effect {key}"));
-                if !done {
-                    append(&journal, &format!("effect {key}"));
-                }
-                if crash == CrashPoint::AfterEffect(ctx.seq) {
-                    std::process::abort();
-                }
-                Ok::<Value, ToolError>(json!({ "written": args["value"], "key": key }))
-            }
-        })
-        .description("Appends a value to the ledger; idempotent by key.")
-        .requires_approval(false),
-    )
-    .tool(
-        RustTool::new("confirm", |_args: Value, _ctx: CallContext| async {
-            Ok::<Value, ToolError>(json!("confirmed"))
-        })
-        .description("Needs approval; marks the end of the test script."),
-    )
+            })
+            .description("Appends a value to the ledger; idempotent by key.")
+            .requires_approval(false),
+        )
+        .tool(
+            RustTool::new("confirm", |_args: Value, _ctx: CallContext| async {
+                Ok::<Value, ToolError>(json!("confirmed"))
+            })
+            .description("Needs approval; marks the end of the test script."),
+        )
 }
 
 /// The script the crash test runs: three ledger writes, then an approval.

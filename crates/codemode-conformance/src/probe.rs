@@ -49,7 +49,9 @@ impl Probe {
                 let p = p.clone();
                 async move {
                     let n = p.ran(method, ctx.idempotency_key());
-                    Ok::<Value, ToolError>(json!({ "method": method, "n": n, "args": args, "seq": ctx.seq }))
+                    Ok::<Value, ToolError>(
+                        json!({ "method": method, "n": n, "args": args, "seq": ctx.seq }),
+                    )
                 }
             }
         };
@@ -61,7 +63,11 @@ impl Probe {
                     if fail {
                         return Err(ToolError::new(format!("{method} revert failed on purpose")));
                     }
-                    p.record.lock().unwrap().reverts.push(format!("{method}#{}", ctx.seq));
+                    p.record
+                        .lock()
+                        .unwrap()
+                        .reverts
+                        .push(format!("{method}#{}", ctx.seq));
                     Ok(())
                 }
             }
@@ -153,14 +159,22 @@ impl Probe {
             .on_pass_end(move |_id, status| {
                 let p = pe.clone();
                 async move {
-                    p.record.lock().unwrap().pass_ends.push(status.as_str().to_string());
+                    p.record
+                        .lock()
+                        .unwrap()
+                        .pass_ends
+                        .push(status.as_str().to_string());
                     Ok(())
                 }
             })
             .on_dispose(move |_id, status| {
                 let p = dp.clone();
                 async move {
-                    p.record.lock().unwrap().disposals.push(status.as_str().to_string());
+                    p.record
+                        .lock()
+                        .unwrap()
+                        .disposals
+                        .push(status.as_str().to_string());
                     Ok(())
                 }
             })

@@ -147,7 +147,10 @@ pub async fn run_scenario(
     for (i, step) in scenario.steps.iter().enumerate() {
         let at = format!("step {} ({})", i + 1, step.op);
         let target = match &step.target {
-            Some(label) => labels.get(label).cloned().ok_or(format!("{at}: no execution labelled {label}"))?,
+            Some(label) => labels
+                .get(label)
+                .cloned()
+                .ok_or(format!("{at}: no execution labelled {label}"))?,
             None => last.clone().unwrap_or_default(),
         };
         let e = &step.expect;
@@ -156,7 +159,12 @@ pub async fn run_scenario(
                 let code = step.code.as_deref().unwrap_or(&scenario.code);
                 let outcome = runtime.call(code).await.map_err(|e| format!("{at}: {e}"))?;
                 let id = outcome.execution_id().to_string();
-                labels.insert(step.label.clone().unwrap_or_else(|| format!("#{}", labels.len() + 1)), id.clone());
+                labels.insert(
+                    step.label
+                        .clone()
+                        .unwrap_or_else(|| format!("#{}", labels.len() + 1)),
+                    id.clone(),
+                );
                 last = Some(id);
                 check_outcome(&at, &outcome, e)?;
             }
@@ -177,7 +185,12 @@ pub async fn run_scenario(
             "rollback" => match runtime.rollback(&target).await {
                 Ok(report) => {
                     check_refusal(&at, None, e)?;
-                    same(&at, "status", e.status.as_deref(), Some(report.status.as_str()))?;
+                    same(
+                        &at,
+                        "status",
+                        e.status.as_deref(),
+                        Some(report.status.as_str()),
+                    )?;
                     same(&at, "reverted", e.reverted.as_ref(), Some(&report.reverted))?;
                     same(&at, "skipped", e.skipped.as_ref(), Some(&report.skipped))?;
                     let failed: Vec<u64> = report.failed.iter().map(|f| f.seq).collect();
@@ -192,7 +205,10 @@ pub async fn run_scenario(
             },
             "expire" => {
                 let age = Duration::from_millis(step.max_age_ms.unwrap_or(0));
-                let ids = runtime.expire_paused(age).await.map_err(|e| format!("{at}: {e}"))?;
+                let ids = runtime
+                    .expire_paused(age)
+                    .await
+                    .map_err(|e| format!("{at}: {e}"))?;
                 check_returned(&at, Value::from(ids.len()), e)?;
             }
             "prune" => {
@@ -203,11 +219,17 @@ pub async fn run_scenario(
                 check_returned(&at, Value::from(n), e)?;
             }
             "delete" => {
-                let b = runtime.delete_execution(&target).await.map_err(|e| format!("{at}: {e}"))?;
+                let b = runtime
+                    .delete_execution(&target)
+                    .await
+                    .map_err(|e| format!("{at}: {e}"))?;
                 check_returned(&at, Value::Bool(b), e)?;
             }
             "save_snippet" => {
-                let name = step.name.clone().ok_or(format!("{at}: save_snippet needs name"))?;
+                let name = step
+                    .name
+                    .clone()
+                    .ok_or(format!("{at}: save_snippet needs name"))?;
                 let options = SaveSnippet {
                     execution_id: target.clone(),
                     description: Some(format!("saved by {}", scenario.description)),
@@ -230,7 +252,9 @@ fn check_outcome(at: &str, outcome: &Outcome, e: &Expect) -> Result<(), String> 
     let status = outcome.status().as_str();
     if let Some(want) = &e.status {
         if want != status {
-            return Err(format!("{at}: status {status}, want {want}; outcome {outcome:?}"));
+            return Err(format!(
+                "{at}: status {status}, want {want}; outcome {outcome:?}"
+            ));
         }
     }
     match outcome {
@@ -267,7 +291,10 @@ fn check_outcome(at: &str, outcome: &Outcome, e: &Expect) -> Result<(), String> 
 fn check_refusal(at: &str, err: Option<RuntimeError>, e: &Expect) -> Result<(), String> {
     match (err, e.refused.is_empty()) {
         (None, true) => Ok(()),
-        (None, false) => Err(format!("{at}: expected a refusal containing {:?}", e.refused)),
+        (None, false) => Err(format!(
+            "{at}: expected a refusal containing {:?}",
+            e.refused
+        )),
         (Some(err), true) => Err(format!("{at}: refused unexpectedly: {err}")),
         (Some(err), false) => {
             let text = err.to_string();
@@ -284,7 +311,9 @@ fn check_refusal(at: &str, err: Option<RuntimeError>, e: &Expect) -> Result<(), 
 fn check_returned(at: &str, got: Value, e: &Expect) -> Result<(), String> {
     check_refusal(at, None, e)?;
     match &e.returned {
-        Some(want) if !canonical_eq(want, &got) => Err(format!("{at}: returned {got}, want {want}")),
+        Some(want) if !canonical_eq(want, &got) => {
+            Err(format!("{at}: returned {got}, want {want}"))
+        }
         _ => Ok(()),
     }
 }
@@ -311,17 +340,26 @@ async fn check_end(
     let at = "end";
     let record = probe.record();
     if let Some(id) = last {
-        let execution = runtime
-            .execution(id)
-            .await
-            .map_err(|e| e.to_string())?;
+        let execution = runtime.execution(id).await.map_err(|e| e.to_string())?;
         if let Some(execution) = execution {
-            same(at, "status", end.status.as_deref(), Some(execution.status.as_str()))?;
-            let states: Vec<String> = execution.log.iter().map(|e| e.state.as_str().to_string()).collect();
+            same(
+                at,
+                "status",
+                end.status.as_deref(),
+                Some(execution.status.as_str()),
+            )?;
+            let states: Vec<String> = execution
+                .log
+                .iter()
+                .map(|e| e.state.as_str().to_string())
+                .collect();
             same(at, "states", end.states.as_ref(), Some(&states))?;
             for (i, entry) in execution.log.iter().enumerate() {
                 if entry.seq != i as u64 {
-                    return Err(format!("{at}: log has a gap at seq {i}: {:?}", execution.log));
+                    return Err(format!(
+                        "{at}: log has a gap at seq {i}: {:?}",
+                        execution.log
+                    ));
                 }
             }
             if let Some(want) = &end.recorded_result {
@@ -331,7 +369,11 @@ async fn check_end(
                 }
             }
             for want in &end.recorded_result_contains {
-                let got = execution.result.as_ref().and_then(Value::as_str).unwrap_or_default();
+                let got = execution
+                    .result
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 if !got.contains(want.as_str()) {
                     return Err(format!("{at}: recorded result {got:?} lacks {want:?}"));
                 }
@@ -342,8 +384,18 @@ async fn check_end(
     }
     same(at, "runs", end.runs.as_ref(), Some(&record.runs))?;
     same(at, "reverts", end.reverts.as_ref(), Some(&record.reverts))?;
-    same(at, "pass_ends", end.pass_ends.as_ref(), Some(&record.pass_ends))?;
-    same(at, "disposals", end.disposals.as_ref(), Some(&record.disposals))?;
+    same(
+        at,
+        "pass_ends",
+        end.pass_ends.as_ref(),
+        Some(&record.pass_ends),
+    )?;
+    same(
+        at,
+        "disposals",
+        end.disposals.as_ref(),
+        Some(&record.disposals),
+    )?;
     if let Some(want) = &end.key_seqs {
         let got: Vec<String> = record
             .keys
@@ -357,15 +409,23 @@ async fn check_end(
         same(at, "key_seqs", Some(want), Some(&got))?;
     }
     for (label, want) in &end.executions {
-        let id = labels.get(label).ok_or(format!("{at}: no execution labelled {label}"))?;
+        let id = labels
+            .get(label)
+            .ok_or(format!("{at}: no execution labelled {label}"))?;
         let got = runtime.execution(id).await.map_err(|e| e.to_string())?;
-        let got = got.map(|e| e.status.as_str().to_string()).unwrap_or_else(|| "deleted".into());
+        let got = got
+            .map(|e| e.status.as_str().to_string())
+            .unwrap_or_else(|| "deleted".into());
         if &got != want {
             return Err(format!("{at}: execution {label} is {got}, want {want}"));
         }
     }
     if let Some(want) = end.count {
-        let got = runtime.executions(None).await.map_err(|e| e.to_string())?.len();
+        let got = runtime
+            .executions(None)
+            .await
+            .map_err(|e| e.to_string())?
+            .len();
         if got != want {
             return Err(format!("{at}: {got} executions listed, want {want}"));
         }

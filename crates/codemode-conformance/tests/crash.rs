@@ -17,19 +17,35 @@ struct Case {
 
 const CASES: &[Case] = &[
     // Dies inside the first write, after its `executing` mark, before its effect.
-    Case { point: "before", seq: 0, states_after_crash: &[EntryState::Executing] },
+    Case {
+        point: "before",
+        seq: 0,
+        states_after_crash: &[EntryState::Executing],
+    },
     // Dies inside the first write, after its effect, before its result is recorded.
-    Case { point: "after", seq: 0, states_after_crash: &[EntryState::Executing] },
+    Case {
+        point: "after",
+        seq: 0,
+        states_after_crash: &[EntryState::Executing],
+    },
     // Dies inside the third write: the first two are `applied` (committed with the third's mark).
     Case {
         point: "before",
         seq: 2,
-        states_after_crash: &[EntryState::Applied, EntryState::Applied, EntryState::Executing],
+        states_after_crash: &[
+            EntryState::Applied,
+            EntryState::Applied,
+            EntryState::Executing,
+        ],
     },
     Case {
         point: "after",
         seq: 2,
-        states_after_crash: &[EntryState::Applied, EntryState::Applied, EntryState::Executing],
+        states_after_crash: &[
+            EntryState::Applied,
+            EntryState::Applied,
+            EntryState::Executing,
+        ],
     },
 ];
 
@@ -40,10 +56,20 @@ async fn a_killed_node_loses_nothing_and_doubles_nothing() {
         let db = dir.path().join("codemode.db");
         let journal = dir.path().join("journal.txt");
         let status = Command::new(env!("CARGO_BIN_EXE_crash-child"))
-            .args([db.to_str().unwrap(), journal.to_str().unwrap(), case.point, &case.seq.to_string()])
+            .args([
+                db.to_str().unwrap(),
+                journal.to_str().unwrap(),
+                case.point,
+                &case.seq.to_string(),
+            ])
             .status()
             .unwrap();
-        assert!(!status.success(), "the child must die at {} {}", case.point, case.seq);
+        assert!(
+            !status.success(),
+            "the child must die at {} {}",
+            case.point,
+            case.seq
+        );
 
         let store = Arc::new(codemode_sqlite::SqliteStore::open(&db).unwrap());
         let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
@@ -56,27 +82,49 @@ async fn a_killed_node_loses_nothing_and_doubles_nothing() {
         let run = &runs[0];
         assert_eq!(run.status, ExecutionStatus::Running);
         let states: Vec<EntryState> = run.log.iter().map(|e| e.state).collect();
-        assert_eq!(states, case.states_after_crash, "{} {}", case.point, case.seq);
+        assert_eq!(
+            states, case.states_after_crash,
+            "{} {}",
+            case.point, case.seq
+        );
 
-        // The dead node's lease (200 ms) must pass before another node may take over.
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        // The dead node's lease (300 ms) must pass before another node may take over.
+        tokio::time::sleep(Duration::from_millis(350)).await;
         let outcome = runtime.resume_interrupted(&run.id).await.unwrap();
         assert!(matches!(outcome, Outcome::Paused { .. }), "{outcome:?}");
         let outcome = runtime.approve(&run.id).await.unwrap();
-        let Outcome::Completed { result, .. } = outcome else { panic!("{outcome:?}") };
+        let Outcome::Completed { result, .. } = outcome else {
+            panic!("{outcome:?}")
+        };
         let keys: Vec<String> = (0..3).map(|s| format!("{}:{s}", run.id)).collect();
         assert_eq!(result, serde_json::json!(keys));
 
         let lines = read_journal(&journal);
         for (seq, key) in keys.iter().enumerate() {
-            let attempts = lines.iter().filter(|l| **l == format!("attempt {key}")).count();
-            let effects = lines.iter().filter(|l| **l == format!("effect {key}")).count();
-            assert_eq!(effects, 1, "{} {}: seq {seq} must take effect exactly once: {lines:?}", case.point, case.seq);
+            let attempts = lines
+                .iter()
+                .filter(|l| **l == format!("attempt {key}"))
+                .count();
+            let effects = lines
+                .iter()
+                .filter(|l| **l == format!("effect {key}"))
+                .count();
+            assert_eq!(
+                effects, 1,
+                "{} {}: seq {seq} must take effect exactly once: {lines:?}",
+                case.point, case.seq
+            );
             let crashed_here = seq as u64 == case.seq;
             let expected_attempts = if crashed_here { 2 } else { 1 };
-            assert_eq!(attempts, expected_attempts, "{} {}: seq {seq}: {lines:?}", case.point, case.seq);
+            assert_eq!(
+                attempts, expected_attempts,
+                "{} {}: seq {seq}: {lines:?}",
+                case.point, case.seq
+            );
         }
         // No line names any other key: every re-run used the key of its first run.
-        assert!(lines.iter().all(|l| keys.iter().any(|k| l.ends_with(k.as_str()))));
+        assert!(lines
+            .iter()
+            .all(|l| keys.iter().any(|k| l.ends_with(k.as_str()))));
     }
 }

@@ -244,8 +244,8 @@ async fn a_node_killed_mid_pass_is_collected_by_another() {
             case.point, case.seq
         );
 
-        // The dead node's lease (200 ms) must pass before another node may take over.
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        // The dead node's lease (300 ms) must pass before another node may take over.
+        tokio::time::sleep(Duration::from_millis(350)).await;
         let outcome = runtime.resume_interrupted(&run.id).await.unwrap();
         assert!(matches!(outcome, Outcome::Paused { .. }), "{outcome:?}");
         let outcome = runtime.approve(&run.id).await.unwrap();

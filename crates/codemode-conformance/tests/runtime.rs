@@ -3,7 +3,8 @@
 //! every operation.
 
 use codemode::{
-    Execution, ExecutionStatus, Lease, Outcome, Runtime, RuntimeError, Store, MAX_DURABLE_VALUE_CHARS,
+    Execution, ExecutionStatus, Lease, Outcome, Runtime, RuntimeError, Store,
+    MAX_DURABLE_VALUE_CHARS,
 };
 use codemode_conformance::Probe;
 use codemode_sqlite::SqliteStore;
@@ -39,8 +40,14 @@ async fn two_named_runtimes_on_one_file_keep_separate_histories() {
         .await
         .unwrap();
     let ids = |v: Vec<Execution>| v.into_iter().map(|e| e.id).collect::<Vec<_>>();
-    assert_eq!(ids(research.executions(None).await.unwrap()), vec![a.execution_id().to_string()]);
-    assert_eq!(ids(operations.executions(None).await.unwrap()), vec![b.execution_id().to_string()]);
+    assert_eq!(
+        ids(research.executions(None).await.unwrap()),
+        vec![a.execution_id().to_string()]
+    );
+    assert_eq!(
+        ids(operations.executions(None).await.unwrap()),
+        vec![b.execution_id().to_string()]
+    );
     assert!(research.pending(None).await.unwrap().is_empty());
     assert_eq!(operations.pending(None).await.unwrap().len(), 1);
     assert!(matches!(
@@ -50,8 +57,22 @@ async fn two_named_runtimes_on_one_file_keep_separate_histories() {
     // A reopened file still holds both histories apart.
     drop((research, operations));
     let store = open(&dir);
-    assert_eq!(runtime(store.clone(), "research", &probe).executions(None).await.unwrap().len(), 1);
-    assert_eq!(runtime(store, "operations", &probe).pending(None).await.unwrap().len(), 1);
+    assert_eq!(
+        runtime(store.clone(), "research", &probe)
+            .executions(None)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        runtime(store, "operations", &probe)
+            .pending(None)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +93,11 @@ async fn resuming_without_a_recorded_connector_names_it_and_keeps_the_run_paused
     let err = with_probe.approve(paused.execution_id()).await.unwrap_err();
     let text = err.to_string();
     assert!(text.contains("extra") && text.contains("missing"), "{text}");
-    let still = with_probe.execution(paused.execution_id()).await.unwrap().unwrap();
+    let still = with_probe
+        .execution(paused.execution_id())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(still.status, ExecutionStatus::Paused);
     assert!(probe.record().runs.is_empty());
 }
@@ -97,20 +122,41 @@ async fn expire_turns_stale_running_into_error_once_its_lease_is_gone() {
         created_at: now - 10_000,
         updated_at: now - 10_000,
     };
-    let lease = Lease { owner: "dead".into(), until_ms: now - 5_000 };
-    store.insert_execution("default", &dead, &lease, 50).await.unwrap();
+    let lease = Lease {
+        owner: "dead".into(),
+        until_ms: now - 5_000,
+    };
+    store
+        .insert_execution("default", &dead, &lease, 50)
+        .await
+        .unwrap();
     // A live one holds its lease and is not touched.
-    let live = Execution { id: "live-run".into(), ..dead.clone() };
-    let live_lease = Lease { owner: "alive".into(), until_ms: now + 600_000 };
-    store.insert_execution("default", &live, &live_lease, 50).await.unwrap();
-    let expired = rt.expire_paused(Duration::from_millis(1_000)).await.unwrap();
+    let live = Execution {
+        id: "live-run".into(),
+        ..dead.clone()
+    };
+    let live_lease = Lease {
+        owner: "alive".into(),
+        until_ms: now + 600_000,
+    };
+    store
+        .insert_execution("default", &live, &live_lease, 50)
+        .await
+        .unwrap();
+    let expired = rt
+        .expire_paused(Duration::from_millis(1_000))
+        .await
+        .unwrap();
     assert_eq!(expired, vec!["dead-node-run".to_string()]);
     let e = rt.execution("dead-node-run").await.unwrap().unwrap();
     assert_eq!(e.status, ExecutionStatus::Error);
     assert!(e.error.unwrap().contains("expired"));
     assert_eq!(probe.record().disposals, vec!["error"]);
     // Approval never revives a stale running run.
-    assert!(matches!(rt.approve("live-run").await, Err(RuntimeError::WrongStatus { .. })));
+    assert!(matches!(
+        rt.approve("live-run").await,
+        Err(RuntimeError::WrongStatus { .. })
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,11 +166,24 @@ async fn oversized_code_fails_with_advice_and_a_small_audit_record() {
     let rt = runtime(open(&dir), "default", &probe);
     let code = format!("async () => 1 // {}", "x".repeat(MAX_DURABLE_VALUE_CHARS));
     let outcome = rt.call(&code).await.unwrap();
-    let Outcome::Error { error, execution_id, .. } = outcome else { panic!("{outcome:?}") };
-    assert!(error.contains("1000000") && error.contains("reference"), "{error}");
+    let Outcome::Error {
+        error,
+        execution_id,
+        ..
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        error.contains("1000000") && error.contains("reference"),
+        "{error}"
+    );
     let record = rt.execution(&execution_id).await.unwrap().unwrap();
     assert_eq!(record.status, ExecutionStatus::Error);
-    assert!(record.code.len() < 200, "the audit record keeps an omission, not the code");
+    assert!(
+        record.code.len() < 200,
+        "the audit record keeps an omission, not the code"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,7 +192,14 @@ async fn an_oversized_final_result_reaches_the_model_in_full() {
     let probe = Probe::default();
     let rt = runtime(open(&dir), "default", &probe);
     let outcome = rt.call("async () => 'z'.repeat(1000001)").await.unwrap();
-    let Outcome::Completed { result, execution_id, .. } = outcome else { panic!("{outcome:?}") };
+    let Outcome::Completed {
+        result,
+        execution_id,
+        ..
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
     assert_eq!(result.as_str().unwrap().len(), 1_000_001);
     let record = rt.execution(&execution_id).await.unwrap().unwrap();
     assert!(record.result.unwrap().as_str().unwrap().contains("omitted"));
@@ -145,23 +211,33 @@ async fn every_status_accepts_only_its_legal_operations() {
     let store = open(&dir);
     let probe = Probe::default();
     let rt = runtime(store.clone(), "default", &probe);
-    let gated = "async () => { await probe.write({ value: 0 }); await probe.gated_write({ value: 1 }) }";
+    let gated =
+        "async () => { await probe.write({ value: 0 }); await probe.gated_write({ value: 1 }) }";
     let mut by_status = Vec::new();
     // paused
     let p = rt.call(gated).await.unwrap();
     by_status.push((ExecutionStatus::Paused, p.execution_id().to_string()));
     // completed
-    let c = rt.call("async () => { await probe.write({ value: 0 }); return 1 }").await.unwrap();
+    let c = rt
+        .call("async () => { await probe.write({ value: 0 }); return 1 }")
+        .await
+        .unwrap();
     by_status.push((ExecutionStatus::Completed, c.execution_id().to_string()));
     // error
-    let e = rt.call("async () => { await probe.write({ value: 0 }); throw new Error('x') }").await.unwrap();
+    let e = rt
+        .call("async () => { await probe.write({ value: 0 }); throw new Error('x') }")
+        .await
+        .unwrap();
     by_status.push((ExecutionStatus::Error, e.execution_id().to_string()));
     // rejected
     let r = rt.call(gated).await.unwrap();
     assert!(rt.reject(r.execution_id(), 1).await.unwrap());
     by_status.push((ExecutionStatus::Rejected, r.execution_id().to_string()));
     // rolled back
-    let b = rt.call("async () => { await probe.write({ value: 0 }); return 1 }").await.unwrap();
+    let b = rt
+        .call("async () => { await probe.write({ value: 0 }); return 1 }")
+        .await
+        .unwrap();
     rt.rollback(b.execution_id()).await.unwrap();
     by_status.push((ExecutionStatus::RolledBack, b.execution_id().to_string()));
     // running, held by a live lease
@@ -178,8 +254,14 @@ async fn every_status_accepts_only_its_legal_operations() {
         created_at: now,
         updated_at: now,
     };
-    let lease = Lease { owner: "other-node".into(), until_ms: now + 600_000 };
-    store.insert_execution("default", &running, &lease, 50).await.unwrap();
+    let lease = Lease {
+        owner: "other-node".into(),
+        until_ms: now + 600_000,
+    };
+    store
+        .insert_execution("default", &running, &lease, 50)
+        .await
+        .unwrap();
     by_status.push((ExecutionStatus::Running, "running-run".into()));
 
     for (status, id) in &by_status {
@@ -187,7 +269,11 @@ async fn every_status_accepts_only_its_legal_operations() {
         assert_eq!(current, *status, "{id}");
         // approve: only paused -> running.
         let approved = rt.approve(id).await;
-        assert_eq!(approved.is_ok(), status.can_become(ExecutionStatus::Running) && *status == ExecutionStatus::Paused, "approve {status}: {approved:?}");
+        assert_eq!(
+            approved.is_ok(),
+            status.can_become(ExecutionStatus::Running) && *status == ExecutionStatus::Paused,
+            "approve {status}: {approved:?}"
+        );
         if let Err(err) = &approved {
             assert!(err.to_string().contains(status.as_str()), "{err}");
         }
@@ -202,17 +288,27 @@ async fn every_status_accepts_only_its_legal_operations() {
             assert!(rolled.is_err(), "rollback of a running run must be refused");
         } else {
             let report = rolled.unwrap();
-            let expect = if after.can_become(ExecutionStatus::RolledBack) && !report.reverted.is_empty() {
-                ExecutionStatus::RolledBack
-            } else {
-                after
-            };
+            let expect =
+                if after.can_become(ExecutionStatus::RolledBack) && !report.reverted.is_empty() {
+                    ExecutionStatus::RolledBack
+                } else {
+                    after
+                };
             assert_eq!(report.status, expect, "rollback of {after}");
         }
     }
-    assert!(matches!(rt.approve("no-such-id").await, Err(RuntimeError::UnknownExecution(_))));
-    assert!(matches!(rt.rollback("no-such-id").await, Err(RuntimeError::UnknownExecution(_))));
-    assert!(matches!(rt.reject("no-such-id", 0).await, Err(RuntimeError::UnknownExecution(_))));
+    assert!(matches!(
+        rt.approve("no-such-id").await,
+        Err(RuntimeError::UnknownExecution(_))
+    ));
+    assert!(matches!(
+        rt.rollback("no-such-id").await,
+        Err(RuntimeError::UnknownExecution(_))
+    ));
+    assert!(matches!(
+        rt.reject("no-such-id", 0).await,
+        Err(RuntimeError::UnknownExecution(_))
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,8 +342,15 @@ async fn bad_configuration_is_refused_with_a_clear_error() {
             .input_schema(serde_json::json!({ "type": 12 })),
     )])
     .unwrap();
-    assert!(bad_schema.contains("x.t") && bad_schema.contains("schema"), "{bad_schema}");
-    let bad_name = Runtime::builder(store.clone(), executor()).name("no spaces").build().err().unwrap();
+    assert!(
+        bad_schema.contains("x.t") && bad_schema.contains("schema"),
+        "{bad_schema}"
+    );
+    let bad_name = Runtime::builder(store.clone(), executor())
+        .name("no spaces")
+        .build()
+        .err()
+        .unwrap();
     assert!(bad_name.to_string().contains("runtime name"));
 }
 
@@ -263,8 +366,13 @@ async fn the_tool_names_connectors_and_host_side_discovery_matches_the_sandbox()
     let tool = rt.tool();
     assert_eq!(tool.name, "codemode");
     assert!(tool.description.contains("probe") && tool.description.contains("records every call"));
-    assert!(tool.description.contains("codemode.search") && tool.description.contains("codemode.step"));
-    assert!(!tool.description.contains("gated_write"), "methods are discovered, not listed");
+    assert!(
+        tool.description.contains("codemode.search") && tool.description.contains("codemode.step")
+    );
+    assert!(
+        !tool.description.contains("gated_write"),
+        "methods are discovered, not listed"
+    );
     let found = rt.search("gated write").await.unwrap();
     assert_eq!(found.results[0].path, "probe.gated_write");
     let described = rt.describe("probe.read").await.unwrap().unwrap();

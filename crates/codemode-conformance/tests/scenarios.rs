@@ -12,7 +12,11 @@ async fn every_scenario_holds_on_sqlite() {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    assert!(files.len() >= 25, "expected the whole suite, found {} files", files.len());
+    assert!(
+        files.len() >= 25,
+        "expected the whole suite, found {} files",
+        files.len()
+    );
     let tmp = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
     for (i, file) in files.iter().enumerate() {
@@ -33,5 +37,10 @@ async fn every_scenario_holds_on_sqlite() {
             Err(e) => failures.push(format!("{name}: {e}")),
         }
     }
-    assert!(failures.is_empty(), "{} scenario(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} scenario(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

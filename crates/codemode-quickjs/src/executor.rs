@@ -90,4 +90,8 @@ impl Executor for QuickJsExecutor {
     fn reserved_globals(&self) -> &[&str] {
         RESERVED_GLOBALS
     }
+
+    fn pass_deadline(&self) -> Option<std::time::Duration> {
+        Some(self.options.wall_time)
+    }
 }

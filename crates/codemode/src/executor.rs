@@ -103,4 +103,9 @@ pub trait Executor: Send + Sync {
     fn reserved_globals(&self) -> &[&str] {
         &[]
     }
+
+    /// The longest one pass may run, if the executor enforces a limit.
+    fn pass_deadline(&self) -> Option<std::time::Duration> {
+        None
+    }
 }

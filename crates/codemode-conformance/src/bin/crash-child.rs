@@ -21,11 +21,14 @@ async fn main() {
         _ => CrashPoint::None,
     };
     let store = Arc::new(codemode_sqlite::SqliteStore::open(db).expect("open store"));
-    let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
+    // A short pass deadline allows the short lease below (a lease outlives the longest pass).
+    let options =
+        codemode_quickjs::QuickJsOptions::default().with_wall_time(Duration::from_millis(150));
+    let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(options));
     let runtime = Runtime::builder(store, executor)
         .connector(ledger(journal.into(), crash))
         // A short lease, so the test can take the run over soon after this process dies.
-        .lease(Duration::from_millis(200))
+        .lease(Duration::from_millis(300))
         .build()
         .expect("runtime");
     let outcome = runtime.call(CRASH_SCRIPT).await.expect("call");

@@ -46,7 +46,7 @@ async fn main() {
     }
     let store = Arc::new(PostgresStore::connect(&args[1]).await.expect("connect"));
     let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
-    let builder = Runtime::builder(store, executor).name(args[2].as_str());
+    let builder = Runtime::builder(store.clone(), executor).name(args[2].as_str());
     match args[3].as_str() {
         "serve" => {
             let runs: Runs = Arc::default();
@@ -63,9 +63,14 @@ async fn main() {
                 "after" => CrashPoint::AfterEffect(seq),
                 _ => CrashPoint::None,
             };
-            let runtime = builder
+            // A short pass deadline allows the short lease (a lease outlives the longest pass).
+            let options = codemode_quickjs::QuickJsOptions::default()
+                .with_wall_time(Duration::from_millis(150));
+            let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(options));
+            let runtime = Runtime::builder(store.clone(), executor)
+                .name(args[2].as_str())
                 .connector(ledger(args[4].clone().into(), crash))
-                .lease(Duration::from_millis(200))
+                .lease(Duration::from_millis(300))
                 .build()
                 .expect("runtime");
             let outcome = runtime.call(CRASH_SCRIPT).await.expect("call");

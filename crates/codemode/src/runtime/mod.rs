@@ -68,7 +68,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// How long a pass may hold an execution before another node may take it over (default 120 s).
+    /// How long a pass may hold an execution before another node may take it over (default
+    /// 120 s, and at least twice the executor's pass deadline).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
@@ -85,6 +86,11 @@ impl RuntimeBuilder {
         check_runtime_name(&self.name)?;
         let registry = Registry::build(self.connectors, self.executor.reserved_globals())?;
         let catalog = sdk::build_catalog(&registry, &self.hints)?;
+        // A lease must outlive the longest pass, or a live pass could be taken over.
+        let lease = match self.executor.pass_deadline() {
+            Some(deadline) => self.lease.max(deadline.saturating_mul(2)),
+            None => self.lease,
+        };
         Ok(Runtime {
             inner: Arc::new(Inner {
                 name: self.name,
@@ -95,7 +101,7 @@ impl RuntimeBuilder {
                 catalog,
                 max_executions: self.max_executions,
                 transform_result: self.transform_result,
-                lease: self.lease,
+                lease,
             }),
         })
     }
