@@ -14,22 +14,59 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; 
 
 /// Every embedded file: URL path, content type, bytes.
 const FILES: &[(&str, &str, &str)] = &[
-    ("/", "text/html; charset=utf-8", include_str!("../console/index.html")),
-    ("/console/style.css", "text/css; charset=utf-8", include_str!("../console/style.css")),
-    ("/console/app.js", "text/javascript; charset=utf-8", include_str!("../console/app.js")),
-    ("/console/api.js", "text/javascript; charset=utf-8", include_str!("../console/api.js")),
-    ("/console/dom.js", "text/javascript; charset=utf-8", include_str!("../console/dom.js")),
-    ("/console/views.js", "text/javascript; charset=utf-8", include_str!("../console/views.js")),
-    ("/console/favicon.svg", "image/svg+xml", include_str!("../console/favicon.svg")),
+    (
+        "/",
+        "text/html; charset=utf-8",
+        include_str!("../console/index.html"),
+    ),
+    (
+        "/console/style.css",
+        "text/css; charset=utf-8",
+        include_str!("../console/style.css"),
+    ),
+    (
+        "/console/app.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/app.js"),
+    ),
+    (
+        "/console/api.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/api.js"),
+    ),
+    (
+        "/console/dom.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/dom.js"),
+    ),
+    (
+        "/console/views.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../console/views.js"),
+    ),
+    (
+        "/console/favicon.svg",
+        "image/svg+xml",
+        include_str!("../console/favicon.svg"),
+    ),
 ];
 
 fn respond(content_type: &'static str, body: &'static str) -> Response {
     let mut resp = body.into_response();
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     resp
@@ -40,7 +77,10 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     FILES
         .iter()
         .fold(Router::new(), |r, &(path, content_type, body)| {
-            r.route(path, get(move || async move { respond(content_type, body) }))
+            r.route(
+                path,
+                get(move || async move { respond(content_type, body) }),
+            )
         })
 }
 
@@ -51,7 +91,10 @@ mod tests {
     #[test]
     fn every_file_is_served_with_its_type_and_the_policy() {
         let resp = respond("text/css; charset=utf-8", "x");
-        assert_eq!(resp.headers()[header::CONTENT_TYPE], "text/css; charset=utf-8");
+        assert_eq!(
+            resp.headers()[header::CONTENT_TYPE],
+            "text/css; charset=utf-8"
+        );
         assert!(resp.headers()[header::CONTENT_SECURITY_POLICY]
             .to_str()
             .unwrap()
@@ -59,11 +102,17 @@ mod tests {
         for (path, _, body) in FILES {
             assert!(!body.is_empty(), "{path} is empty");
             // Nothing from the network.
-            assert!(!body.contains("http://") && !body.contains("https://") || path.ends_with(".svg"), "{path} names a remote URL");
+            assert!(
+                !body.contains("http://") && !body.contains("https://") || path.ends_with(".svg"),
+                "{path} names a remote URL"
+            );
         }
         let index = FILES[0].2;
         for (path, _, _) in &FILES[1..] {
-            assert!(index.contains(path) || path.ends_with(".js"), "{path} not linked from index.html");
+            assert!(
+                index.contains(path) || path.ends_with(".js"),
+                "{path} not linked from index.html"
+            );
         }
     }
 }

@@ -115,6 +115,7 @@ pub fn router(state: AppState, max_body: usize, loopback: bool) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .merge(api)
+        .merge(crate::console::router())
         .with_state(state)
 }
 

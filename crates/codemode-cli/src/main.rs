@@ -3,6 +3,7 @@
 mod app;
 mod cli;
 mod config;
+mod console;
 mod demo;
 mod http;
 mod mcp;
