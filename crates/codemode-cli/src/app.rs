@@ -1,6 +1,8 @@
 //! Turns the configuration and the command-line flags into a [`Runtime`].
 
-use crate::config::{Config, ConnectorConfig, StoreUrl, DEFAULT_LISTEN, DEFAULT_STORE};
+use crate::config::{
+    Config, ConnectorConfig, McpEntry, OpenApiEntry, StoreUrl, DEFAULT_LISTEN, DEFAULT_STORE,
+};
 use crate::demo;
 use anyhow::{Context, Result};
 use codemode::Runtime;
@@ -29,6 +31,22 @@ pub struct CommonArgs {
     /// Memory limit of one sandbox, in MiB.
     #[arg(long, global = true, value_name = "N")]
     pub memory_mb: Option<u64>,
+    /// An MCP server over stdio as a connector: NAME="COMMAND ARGS…" (repeatable).
+    #[arg(long = "mcp", global = true, value_name = "NAME=COMMAND")]
+    pub mcp: Vec<String>,
+    /// An MCP server over Streamable HTTP as a connector: NAME=URL (repeatable).
+    #[arg(long = "mcp-url", global = true, value_name = "NAME=URL")]
+    pub mcp_url: Vec<String>,
+    /// An OpenAPI document as a connector: NAME=SPEC[@BASE_URL] (repeatable).
+    #[arg(long = "openapi", global = true, value_name = "NAME=SPEC[@BASE_URL]")]
+    pub openapi: Vec<String>,
+}
+
+fn split_flag<'a>(flag: &str, value: &'a str) -> Result<(&'a str, &'a str)> {
+    value
+        .split_once('=')
+        .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+        .with_context(|| format!("--{flag} {value:?}: expected NAME=VALUE"))
 }
 
 /// The effective settings after flags override the file.
@@ -59,6 +77,34 @@ impl Settings {
             .unwrap_or_else(|| DEFAULT_STORE.to_string());
         let StoreUrl::Sqlite(db_path) =
             StoreUrl::parse(&store).with_context(|| format!("--store {store}"))?;
+        let mut config = config;
+        for v in &args.mcp {
+            let (name, cmd) = split_flag("mcp", v)?;
+            let cmd = cmd.split_whitespace().map(str::to_string).collect();
+            let entry = McpEntry::from_flag(Some(cmd), None);
+            config
+                .connectors
+                .insert(name.to_string(), ConnectorConfig::Mcp(entry));
+        }
+        for v in &args.mcp_url {
+            let (name, url) = split_flag("mcp-url", v)?;
+            let entry = McpEntry::from_flag(None, Some(url.to_string()));
+            config
+                .connectors
+                .insert(name.to_string(), ConnectorConfig::Mcp(entry));
+        }
+        for v in &args.openapi {
+            let (name, spec) = split_flag("openapi", v)?;
+            // SPEC@BASE_URL: the base URL starts at the last '@' followed by a scheme.
+            let (spec, base) = match spec.rfind("@http") {
+                Some(i) => (&spec[..i], Some(spec[i + 1..].to_string())),
+                None => (spec, None),
+            };
+            let entry = OpenApiEntry::from_flag(spec.to_string(), base);
+            config
+                .connectors
+                .insert(name.to_string(), ConnectorConfig::Openapi(entry));
+        }
         let demo = args.demo || config.demo.unwrap_or(false) || config.connectors.is_empty();
         Ok(Settings {
             timeout_ms: args.timeout_ms.or(config.limits.timeout_ms),
@@ -154,8 +200,13 @@ async fn start_connector(
                 .with_context(|| format!("connectors.{name}: cannot load {}", o.spec))?;
             Ok(Arc::new(c))
         }
-        ConnectorConfig::Mcp(_) => {
-            anyhow::bail!("connectors.{name}: MCP connectors are not available in this build yet")
+        ConnectorConfig::Mcp(m) => {
+            let config = m.to_mcp(name)?;
+            let what = config.transport.describe();
+            let c = codemode_mcp::McpConnector::connect(config)
+                .await
+                .with_context(|| format!("connectors.{name}: cannot start MCP server {what}"))?;
+            Ok(Arc::new(c))
         }
     }
 }

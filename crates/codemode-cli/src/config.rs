@@ -91,7 +91,6 @@ pub enum ConnectorConfig {
 }
 
 /// An MCP server started as a child process (stdio) or reached over Streamable HTTP.
-#[allow(dead_code)] // read once the MCP connector crate is wired in
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpEntry {
@@ -155,7 +154,76 @@ pub struct OpenApiEntry {
     pub hint: Option<String>,
 }
 
+impl McpEntry {
+    /// The connector crate's configuration for the global `name`, with secrets resolved.
+    pub fn to_mcp(&self, name: &str) -> Result<codemode_mcp::McpConfig> {
+        use codemode_mcp::{McpConfig, McpTransport};
+        let transport = match (&self.command, &self.url) {
+            (Some(cmd), None) if !cmd.is_empty() => {
+                let mut env = BTreeMap::new();
+                for (k, secret) in &self.env {
+                    env.insert(k.clone(), secret.resolve(&format!("connectors.{name}.env.{k}"))?);
+                }
+                McpTransport::Stdio {
+                    command: cmd[0].clone(),
+                    args: cmd[1..].to_vec(),
+                    env,
+                    cwd: None,
+                }
+            }
+            (None, Some(url)) => McpTransport::Http {
+                url: url.clone(),
+                headers: self.headers.clone(),
+                bearer_token_env: self.bearer_token_env.clone(),
+            },
+            _ => bail!("connectors.{name}: give exactly one of `command` (stdio) or `url` (Streamable HTTP)"),
+        };
+        let mut c = McpConfig::new(name, transport);
+        c.approval = self.approval.clone();
+        c.reverts = self.reverts.clone();
+        c.instructions = self.instructions.clone();
+        if let Some(ms) = self.timeout_ms {
+            c.timeout_ms = ms;
+        }
+        Ok(c)
+    }
+
+    /// An entry for `--mcp NAME=COMMAND` (split on whitespace) or `--mcp-url NAME=URL`.
+    pub fn from_flag(command: Option<Vec<String>>, url: Option<String>) -> McpEntry {
+        McpEntry {
+            command,
+            url,
+            env: BTreeMap::new(),
+            headers: BTreeMap::new(),
+            bearer_token_env: None,
+            approval: ApprovalPolicy::default(),
+            reverts: Vec::new(),
+            instructions: None,
+            timeout_ms: None,
+            hint: None,
+        }
+    }
+}
+
 impl OpenApiEntry {
+    /// An entry for `--openapi NAME=SPEC[@BASE_URL]`.
+    pub fn from_flag(spec: String, base_url: Option<String>) -> OpenApiEntry {
+        OpenApiEntry {
+            spec,
+            base_url,
+            auth: None,
+            approval: ApprovalPolicy::default(),
+            reverts: Vec::new(),
+            expose_spec: false,
+            instructions: None,
+            timeout_ms: None,
+            max_response_bytes: None,
+            headers: BTreeMap::new(),
+            idempotency_header: None,
+            hint: None,
+        }
+    }
+
     /// The connector crate's configuration for the global `name`.
     pub fn to_openapi(&self, name: &str) -> codemode_openapi::OpenApiConfig {
         let mut c = codemode_openapi::OpenApiConfig::new(name, self.spec.clone());

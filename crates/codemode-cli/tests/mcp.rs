@@ -94,3 +94,41 @@ fn sdk_client_over_http() {
     let done: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(done["status"], "completed");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_server_as_a_connector() {
+    let Some(fx) = fixtures() else { return };
+    let everything = fx.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let dir = tempfile::tempdir().unwrap();
+    let flag = format!("everything=node {} stdio", everything.display());
+    let server = serve(
+        dir.path(),
+        &["--listen", "127.0.0.1:0", "--demo", "--mcp", &flag],
+        &[],
+    );
+    let c = common::client();
+    let health: Value = c
+        .get(format!("{}/healthz", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        health["connectors"],
+        serde_json::json!(["tasks", "everything"]),
+        "{health}"
+    );
+    let out: Value = c
+        .post(format!("{}/api/run", server.base))
+        .json(&serde_json::json!({ "code": "return await everything.echo({ message: 'hi' })" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(out["status"], "completed", "{out}");
+    assert!(out["result"].to_string().contains("hi"), "{out}");
+}
