@@ -6,7 +6,8 @@ use codemode::{Namespace, SDK_NAMESPACE};
 
 use crate::error::NamespaceError;
 
-/// Names the sandbox defines or the language reserves; no namespace may use them.
+/// Names the sandbox defines; no namespace may use them (reserved words are refused as
+/// non-identifiers by `codemode::discovery::is_valid_identifier`).
 pub const RESERVED_GLOBALS: &[&str] = &[
     // Given by the sandbox.
     SDK_NAMESPACE,
@@ -88,69 +89,13 @@ pub const RESERVED_GLOBALS: &[&str] = &[
     "arguments",
     "atob",
     "btoa",
-    // Reserved words.
-    "await",
-    "break",
-    "case",
-    "catch",
-    "class",
-    "const",
-    "continue",
-    "debugger",
-    "default",
-    "delete",
-    "do",
-    "else",
-    "enum",
-    "export",
-    "extends",
-    "false",
-    "finally",
-    "for",
-    "function",
-    "if",
-    "implements",
-    "import",
-    "in",
-    "instanceof",
-    "interface",
-    "let",
-    "new",
-    "null",
-    "package",
-    "private",
-    "protected",
-    "public",
-    "return",
-    "static",
-    "super",
-    "switch",
-    "this",
-    "throw",
-    "true",
-    "try",
-    "typeof",
-    "var",
-    "void",
-    "while",
-    "with",
-    "yield",
 ];
-
-/// Whether `name` is a plain ASCII JavaScript identifier.
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$');
-    first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
-}
 
 /// Checks that every namespace can become a global of its own.
 pub fn check_namespaces(namespaces: &[Namespace]) -> Result<(), NamespaceError> {
     let mut seen = HashSet::new();
     for ns in namespaces {
-        if !is_identifier(&ns.name) {
+        if !codemode::discovery::is_valid_identifier(&ns.name) {
             return Err(NamespaceError::NotIdentifier(ns.name.clone()));
         }
         if RESERVED_GLOBALS.contains(&ns.name.as_str()) {

@@ -190,54 +190,46 @@ impl Runtime {
 
     /// Approves the pending action of a paused execution and continues it by replay.
     pub async fn approve(&self, execution_id: &str) -> Result<Outcome, RuntimeError> {
-        let inner = &self.inner;
-        let execution = self.load(execution_id).await?;
-        if execution.status != ExecutionStatus::Paused {
-            return Err(RuntimeError::WrongStatus {
-                id: execution.id,
-                status: execution.status,
-                operation: "approve",
-                expected: "paused",
-            });
-        }
-        let missing = inner.registry.missing(&execution.connectors);
-        if !missing.is_empty() {
-            return Err(RuntimeError::MissingConnectors {
-                id: execution.id,
-                missing,
-            });
-        }
-        let now = now_ms();
-        let won = inner
-            .store
-            .claim(
-                &inner.name,
-                execution_id,
-                ExecutionStatus::Paused,
-                &self.lease(now),
-                now,
-            )
-            .await?;
-        if !won {
-            return Err(RuntimeError::AlreadyHandled {
-                id: execution.id,
-                what: "resumed or ended",
-            });
-        }
-        pass::run(self, execution).await
+        self.resume(
+            execution_id,
+            ExecutionStatus::Paused,
+            "approve",
+            "paused",
+            "resumed or ended",
+        )
+        .await
     }
 
     /// Takes over a `running` execution whose node died (its lease expired) and runs a new
     /// pass: applied calls replay, a call left `executing` runs again with the same key.
     pub async fn resume_interrupted(&self, execution_id: &str) -> Result<Outcome, RuntimeError> {
+        self.resume(
+            execution_id,
+            ExecutionStatus::Running,
+            "resume_interrupted",
+            "running with an expired lease",
+            "taken over (its lease has not expired, or another node won)",
+        )
+        .await
+    }
+
+    /// Claims an execution in `from` for a new pass, then runs it.
+    async fn resume(
+        &self,
+        execution_id: &str,
+        from: ExecutionStatus,
+        operation: &'static str,
+        expected: &'static str,
+        lost: &'static str,
+    ) -> Result<Outcome, RuntimeError> {
         let inner = &self.inner;
         let execution = self.load(execution_id).await?;
-        if execution.status != ExecutionStatus::Running {
+        if execution.status != from {
             return Err(RuntimeError::WrongStatus {
                 id: execution.id,
                 status: execution.status,
-                operation: "resume_interrupted",
-                expected: "running with an expired lease",
+                operation,
+                expected,
             });
         }
         let missing = inner.registry.missing(&execution.connectors);
@@ -250,18 +242,12 @@ impl Runtime {
         let now = now_ms();
         let won = inner
             .store
-            .claim(
-                &inner.name,
-                execution_id,
-                ExecutionStatus::Running,
-                &self.lease(now),
-                now,
-            )
+            .claim(&inner.name, execution_id, from, &self.lease(now), now)
             .await?;
         if !won {
             return Err(RuntimeError::AlreadyHandled {
                 id: execution.id,
-                what: "taken over (its lease has not expired, or another node won)",
+                what: lost,
             });
         }
         pass::run(self, execution).await
@@ -309,28 +295,31 @@ impl Runtime {
 
     /// Runs `on_pass_end` on every connector; errors are logged and ignored.
     async fn pass_ended(&self, id: &str, status: PassEndStatus) {
-        let hooks = self.inner.registry.names.iter().map(|name| {
-            let c = &self.inner.registry.connectors[name].connector;
-            async move {
-                if let Err(e) = c.on_pass_end(id, status).await {
-                    tracing::warn!(connector = %name, execution = %id, error = %e, "on_pass_end failed");
-                }
-            }
-        });
-        futures::future::join_all(hooks).await;
+        self.each_connector("on_pass_end", id, |c| c.on_pass_end(id, status))
+            .await;
     }
 
     /// Runs `dispose_execution` on every connector; errors are logged and ignored.
     async fn dispose(&self, id: &str, status: ExecutionEndStatus) {
-        let hooks = self.inner.registry.names.iter().map(|name| {
-            let c = &self.inner.registry.connectors[name].connector;
+        self.each_connector("dispose_execution", id, |c| c.dispose_execution(id, status))
+            .await;
+    }
+
+    /// Runs one lifecycle hook on every connector at once, logging and ignoring failures.
+    async fn each_connector<'a, F>(&'a self, hook: &str, id: &str, call: F)
+    where
+        F: Fn(&'a dyn Connector) -> futures::future::BoxFuture<'a, Result<(), crate::ToolError>>,
+    {
+        let registry = &self.inner.registry;
+        let runs = registry.names.iter().map(|name| {
+            let run = call(registry.connectors[name].connector.as_ref());
             async move {
-                if let Err(e) = c.dispose_execution(id, status).await {
-                    tracing::warn!(connector = %name, execution = %id, error = %e, "dispose_execution failed");
+                if let Err(e) = run.await {
+                    tracing::warn!(connector = %name, execution = %id, error = %e, "{hook} failed");
                 }
             }
         });
-        futures::future::join_all(hooks).await;
+        futures::future::join_all(runs).await;
     }
 }
 
