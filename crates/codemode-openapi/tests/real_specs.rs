@@ -88,3 +88,42 @@ async fn readme_api_openapi_31() {
         tools.iter().take(5).map(|t| &t.name).collect::<Vec<_>>()
     );
 }
+
+/// Every GitHub schema is accepted by the runtime (validation and type generation), and a
+/// read-only call's input is validated against it.
+#[tokio::test]
+async fn github_connector_registers_in_the_runtime() {
+    let Some(dir) = support::fixtures() else {
+        return;
+    };
+    let path = dir.join("@octokit/openapi/generated/api.github.com.json");
+    let c = OpenApiConnector::from_spec(OpenApiConfig::new("github", path.to_str().unwrap()))
+        .await
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = codemode_sqlite::SqliteStore::open(tmp.path().join("db")).unwrap();
+    let executor = codemode_quickjs::QuickJsExecutor::new(Default::default());
+    let runtime =
+        codemode::Runtime::builder(std::sync::Arc::new(store), std::sync::Arc::new(executor))
+            .connector(c)
+            .build()
+            .unwrap();
+    // A bad argument is refused before any request is made (api.github.com is never reached).
+    let outcome = runtime
+        .call("async () => { try { await github.repos_get({owner: 1}); } catch (e) { return e.message; } }")
+        .await
+        .unwrap();
+    let codemode::Outcome::Completed { result, .. } = &outcome else {
+        panic!("{outcome:?}");
+    };
+    let message = result.as_str().unwrap_or_default();
+    eprintln!("validation message: {message}");
+    assert!(
+        !message.contains("GET /repos"),
+        "the request was sent: {message}"
+    );
+    assert!(
+        message.contains("repo") || message.contains("owner"),
+        "{message}"
+    );
+}
