@@ -1,0 +1,362 @@
+// The web console in headless Chromium against the real `codemode serve`.
+// Started by tests/console.rs with:
+//   CONSOLE_URL        a server on loopback (no token)
+//   CONSOLE_TOKEN_URL  a server bound off loopback that requires CONSOLE_TOKEN
+//   CODEMODE_BIN       the binary, to start (and stop) a server of our own
+//   FIXTURES           the fixtures directory holding node_modules/playwright-core
+//   SCREENSHOTS        where to save a screenshot of each view
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const require = createRequire(path.join(process.env.FIXTURES, 'package.json'));
+const { chromium } = require('playwright-core');
+
+const URL = process.env.CONSOLE_URL;
+const TOKEN_URL = process.env.CONSOLE_TOKEN_URL;
+const TOKEN = process.env.CONSOLE_TOKEN;
+const SHOTS = process.env.SCREENSHOTS;
+const WAIT = 20000;
+
+let context;
+let profile;
+
+before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  profile = mkdtempSync(path.join(tmpdir(), 'codemode-console-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+  });
+  context.setDefaultTimeout(WAIT);
+});
+
+after(async () => {
+  if (context) await context.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+/** A new tab that fails the test on any page error or CSP violation. */
+async function tab(url) {
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(String(e)));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/Failed to load resource|ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE/.test(m.text())) {
+      page.errors.push(m.text());
+    }
+  });
+  if (url) await page.goto(url);
+  return page;
+}
+
+async function done(page) {
+  assert.deepEqual(page.errors, [], 'the page logged errors');
+  await page.close();
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+async function api(base, method, route, body, token) {
+  const headers = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const r = await fetch(base + route, { method, headers, body: body ? JSON.stringify(body) : undefined });
+  return { status: r.status, body: await r.json() };
+}
+
+async function run(code, base = URL, token) {
+  const r = await api(base, 'POST', '/api/run', { code }, token);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body;
+}
+
+const card = (page, id, seq) => page.locator(`.pending-card[data-key="${id}:${seq}"]`);
+
+test('the page is served with a strict policy and embedded assets only', async () => {
+  const r = await fetch(URL + '/');
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get('content-type'), /^text\/html/);
+  assert.match(r.headers.get('content-security-policy'), /^default-src 'self'/);
+  const js = await fetch(URL + '/console/app.js');
+  assert.match(js.headers.get('content-type'), /^text\/javascript/);
+  const page = await tab();
+  const remote = [];
+  page.on('request', (req) => { if (!req.url().startsWith(URL)) remote.push(req.url()); });
+  await page.goto(URL + '/#/pending');
+  await page.locator('h1', { hasText: 'Pending approvals' }).waitFor();
+  assert.deepEqual(remote, []);
+  await done(page);
+});
+
+test('approve in the page: HTML in arguments is text, the resumed run completes in place', async () => {
+  const evil = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b>';
+  const long = 'x'.repeat(500);
+  const out = await run(`
+    await tasks.add_note({ text: ${JSON.stringify(long)} });
+    const t = await tasks.create_task({ title: ${JSON.stringify(evil)} });
+    console.log('created', t.id);
+    return { created: t.title };
+  `);
+  assert.equal(out.status, 'paused');
+  const id = out.executionId;
+  const page = await tab(URL + '/#/pending');
+  const c = card(page, id, 1);
+  await c.waitFor();
+  // Arguments are text: the markup shows literally and nothing ran.
+  await c.locator('pre.json', { hasText: '<script>' }).waitFor();
+  assert.ok((await c.locator('pre.json').first().textContent()).includes(evil.replace(/"/g, '\\"')));
+  assert.equal(await c.locator('img, script, b').count(), 0);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  // The applied call before it, the code with the pausing call marked.
+  await c.locator('.mini-log', { hasText: 'tasks.add_note' }).waitFor();
+  assert.match(await c.locator('.code .line.marked').textContent(), /tasks\.create_task/);
+  // The nav counts what waits.
+  assert.notEqual(await page.locator('#pending-count').textContent(), '');
+  await shot(page, '01-pending');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await shot(page, '01-pending-narrow');
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  // Keyboard: focus Approve and press Enter.
+  await c.locator('button[data-action="approve"]').focus();
+  await page.keyboard.press('Enter');
+  const outcome = c.locator('.outcome.ok');
+  await outcome.waitFor();
+  assert.match(await outcome.textContent(), /completed/);
+  assert.ok((await outcome.textContent()).includes(evil.replace(/"/g, '\\"')));
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  await shot(page, '02-approved');
+  const after = await api(URL, 'GET', `/api/executions/${id}`);
+  assert.equal(after.body.status, 'completed');
+  await done(page);
+});
+
+test('paused again: the outcome says so and the next action appears by itself', async () => {
+  const out = await run(`
+    const t = await tasks.create_task({ title: 'two steps' });
+    return await tasks.complete_task({ id: t.id });
+  `);
+  const id = out.executionId;
+  const page = await tab(URL + '/#/pending');
+  await card(page, id, 0).locator('button[data-action="approve"]').click();
+  await card(page, id, 0).locator('.outcome.paused', { hasText: 'tasks.complete_task' }).waitFor();
+  const next = card(page, id, 1);
+  await next.waitFor();
+  await next.locator('button[data-action="approve"]').click();
+  await next.locator('.outcome.ok', { hasText: 'completed' }).waitFor();
+  await done(page);
+});
+
+test('reject in the page', async () => {
+  const out = await run("return await tasks.create_task({ title: 'do not do this' })");
+  const id = out.executionId;
+  const page = await tab(URL + '/#/pending');
+  const c = card(page, id, 0);
+  await c.locator('button[data-action="reject"]').click();
+  await c.locator('.outcome.rejected').waitFor();
+  assert.equal((await api(URL, 'GET', `/api/executions/${id}`)).body.status, 'rejected');
+  await shot(page, '03-rejected');
+  await done(page);
+});
+
+test('a double click approves once', async () => {
+  const out = await run("return await tasks.create_task({ title: 'double click' })");
+  const id = out.executionId;
+  const page = await tab(URL + '/#/pending');
+  const approvals = [];
+  page.on('request', (r) => { if (r.url().endsWith(`/api/executions/${id}/approve`)) approvals.push(r.url()); });
+  const c = card(page, id, 0);
+  await c.locator('button[data-action="approve"]').dblclick();
+  await c.locator('.outcome.ok').waitFor();
+  assert.equal(approvals.length, 1);
+  assert.equal(await c.locator('.outcome.conflict').count(), 0);
+  await done(page);
+});
+
+test('two tabs approve at once: one wins, the other shows it was already handled', async () => {
+  const out = await run("return await tasks.create_task({ title: 'contested' })");
+  const id = out.executionId;
+  const a = await tab(URL + '/#/pending');
+  const b = await tab(URL + '/#/pending');
+  const ca = card(a, id, 0);
+  const cb = card(b, id, 0);
+  await Promise.all([ca.waitFor(), cb.waitFor()]);
+  await Promise.all([
+    ca.locator('button[data-action="approve"]').click(),
+    cb.locator('button[data-action="approve"]').click(),
+  ]);
+  await Promise.all([ca.locator('.outcome').waitFor(), cb.locator('.outcome').waitFor()]);
+  const texts = [await ca.locator('.outcome').textContent(), await cb.locator('.outcome').textContent()];
+  const won = (await ca.locator('.outcome.ok').count()) + (await cb.locator('.outcome.ok').count());
+  const lost = (await ca.locator('.outcome.conflict').count()) + (await cb.locator('.outcome.conflict').count());
+  assert.equal(won, 1, texts.join(' | '));
+  assert.equal(lost, 1, texts.join(' | '));
+  assert.ok(texts.some((t) => /Already handled/.test(t)), texts.join(' | '));
+  const loser = (await ca.locator('.outcome.conflict').count()) ? a : b;
+  await shot(loser, '04-already-handled');
+  await done(a);
+  await done(b);
+});
+
+test('roll back from the execution view: the confirmation lists what is reverted, the timeline shows it', async () => {
+  const out = await run(`
+    await tasks.add_note({ text: 'rollback me' });
+    const t = await tasks.create_task({ title: 'undo me' });
+    return t.id;
+  `);
+  const id = out.executionId;
+  const approved = await api(URL, 'POST', `/api/executions/${id}/approve`);
+  assert.equal(approved.body.status, 'completed');
+  const page = await tab(URL + `/#/executions/${id}`);
+  await page.locator('#timeline .entry[data-state="applied"]').nth(1).waitFor();
+  await shot(page, '05-execution');
+  await page.locator('button[data-action="rollback"]').click();
+  const dialog = page.locator('dialog[open]');
+  await dialog.waitFor();
+  const plan = await dialog.locator('.plan').textContent();
+  assert.match(plan, /tasks\.create_task[\s\S]*tasks\.add_note/);
+  assert.match(await dialog.textContent(), /cannot be reverted/);
+  await shot(page, '06-rollback-confirm');
+  await dialog.locator('button[type="submit"]').click();
+  await page.locator('#rollback-report', { hasText: 'Reverted (2)' }).waitFor();
+  await page.locator('#timeline .entry[data-state="reverted"]').nth(1).waitFor();
+  assert.equal(await page.locator('#timeline .entry[data-state="applied"]').count(), 0);
+  await page.locator('#exec-status', { hasText: 'rolled back' }).waitFor();
+  await shot(page, '07-rolled-back');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await shot(page, '07-rolled-back-narrow');
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  // The list, filtered by status.
+  await page.goto(URL + '/#/executions');
+  await page.locator('.exec-row').first().waitFor();
+  await page.selectOption('#status-filter', 'rolled_back');
+  await page.locator(`.exec-row[data-id="${id}"]`).waitFor();
+  assert.equal(await page.locator('.exec-row:not([data-status="rolled_back"])').count(), 0);
+  await page.selectOption('#status-filter', '');
+  await shot(page, '08-executions');
+  await done(page);
+});
+
+test('save a completed execution as a snippet, see it, delete it', async () => {
+  const out = await run('return (await tasks.list_tasks({})).tasks.length');
+  assert.equal(out.status, 'completed');
+  const id = out.executionId;
+  const page = await tab(URL + `/#/executions/${id}`);
+  await page.locator('button[data-action="save"]').click();
+  await page.fill('#snippet-name', 'count_tasks');
+  await page.fill('#snippet-description', 'How many tasks <there> are.');
+  await page.locator('dialog[open] button[type="submit"]').click();
+  await page.locator('#toast', { hasText: 'Saved snippet count_tasks' }).waitFor();
+  // Saving the same name again is an error shown in the dialog.
+  await page.locator('button[data-action="save"]').click();
+  await page.fill('#snippet-name', 'count_tasks');
+  await page.locator('dialog[open] button[type="submit"]').click();
+  await page.locator('dialog[open] .form-error', { hasText: /exists/ }).waitFor();
+  await page.keyboard.press('Escape');
+  await page.locator('dialog[open]').waitFor({ state: 'detached' });
+
+  await page.goto(URL + '/#/snippets');
+  const s = page.locator('.card[data-snippet="count_tasks"]');
+  await s.waitFor();
+  assert.match(await s.textContent(), /How many tasks <there> are\./);
+  await s.locator('summary', { hasText: 'Code' }).click();
+  await shot(page, '09-snippets');
+  await s.locator('button', { hasText: 'Delete' }).click();
+  await page.locator('dialog[open] button[type="submit"]').click();
+  await s.waitFor({ state: 'detached' });
+  assert.equal((await api(URL, 'GET', '/api/snippets')).body.length, 0);
+  await done(page);
+});
+
+test('connectors: methods with their approval policy, search and describe', async () => {
+  const page = await tab(URL + '/#/connectors');
+  const c = page.locator('.card[data-connector="tasks"]');
+  await c.locator('tr', { hasText: 'create_task' }).locator('.badge', { hasText: 'requires approval' }).waitFor();
+  await c.locator('tr', { hasText: 'list_tasks' }).locator('.badge', { hasText: 'runs freely' }).waitFor();
+  await page.fill('#search-q', 'note');
+  await page.keyboard.press('Enter');
+  await page.locator('#search-results button', { hasText: 'tasks.add_note' }).click();
+  await page.locator('#describe-output pre', { hasText: 'add_note(input: AddNoteInput)' }).waitFor();
+  await shot(page, '10-connectors');
+  await done(page);
+});
+
+test('the token prompt: asked once, kept for the tab, sent with every request', async () => {
+  const out = await run("return await tasks.create_task({ title: 'behind a token' })", TOKEN_URL, TOKEN);
+  const page = await tab(TOKEN_URL + '/#/pending');
+  const input = page.locator('dialog[open] #token-input');
+  await input.waitFor();
+  await shot(page, '11-token-prompt');
+  await input.fill('wrong');
+  await page.keyboard.press('Enter');
+  await page.locator('dialog[open]', { hasText: 'refused' }).waitFor();
+  await page.locator('dialog[open] #token-input').fill(TOKEN);
+  await page.keyboard.press('Enter');
+  const c = card(page, out.executionId, 0);
+  await c.waitFor();
+  await c.locator('button[data-action="approve"]').click();
+  await c.locator('.outcome.ok').waitFor();
+  // Another view, no second prompt.
+  await page.goto(TOKEN_URL + '/#/executions');
+  await page.locator(`.exec-row[data-id="${out.executionId}"]`).waitFor();
+  assert.equal(await page.locator('dialog[open]').count(), 0);
+  await done(page);
+});
+
+/** Starts `codemode serve` on `listen`; resolves with the process and its base URL. */
+function startServer(listen, db) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.env.CODEMODE_BIN, ['serve', '--listen', listen, '--store', `sqlite:${db}`], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let seen = '';
+    child.stderr.on('data', (d) => {
+      seen += d;
+      const m = seen.match(/codemode serving on (\S+)/);
+      if (m) resolve({ child, base: m[1] });
+    });
+    child.on('exit', () => reject(new Error(`serve exited: ${seen}`)));
+  });
+}
+
+function stop(child) {
+  return new Promise((resolve) => {
+    child.removeAllListeners('exit');
+    child.on('exit', resolve);
+    child.kill('SIGKILL');
+  });
+}
+
+test('a server that went away: a clear banner, then retry', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'codemode-gone-'));
+  const db = path.join(dir, 'c.db');
+  let server = await startServer('127.0.0.1:0', db);
+  const page = await tab(server.base + '/#/pending');
+  await page.locator('h1', { hasText: 'Pending approvals' }).waitFor();
+  await stop(server.child);
+  const banner = page.locator('#banner');
+  await banner.locator('text=not answering').waitFor();
+  assert.equal(await banner.getAttribute('role'), 'alert');
+  await shot(page, '12-server-gone');
+  server = await startServer(server.base.replace('http://', ''), db);
+  const out = await run("return await tasks.create_task({ title: 'after the restart' })", server.base);
+  await page.locator('#retry').click();
+  await banner.waitFor({ state: 'hidden' });
+  await card(page, out.executionId, 0).waitFor();
+  await stop(server.child);
+  await page.close();
+  rmSync(dir, { recursive: true, force: true });
+});
