@@ -3,14 +3,16 @@
 use crate::http::AppState;
 use codemode::Outcome;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, ElicitationSchema, Implementation, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The MCP handler over the shared state.
@@ -34,14 +36,75 @@ impl CodemodeMcp {
         Tool::new(def.name, def.description, Arc::new(schema))
     }
 
-    /// Runs code and shapes the outcome as a tool result.
-    pub async fn run(&self, code: &str) -> Result<CallToolResult, McpError> {
-        let outcome = self
-            .state
-            .runtime
-            .call(code)
-            .await
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    /// Runs code and shapes the outcome as a tool result. Where the client supports
+    /// elicitation, each pause is put to the user: accept approves and continues in the same
+    /// call, decline rejects, and anything else leaves it paused for approval elsewhere.
+    pub async fn run(
+        &self,
+        code: &str,
+        peer: Option<&Peer<RoleServer>>,
+    ) -> Result<CallToolResult, McpError> {
+        let internal = |e: codemode::RuntimeError| McpError::internal_error(e.to_string(), None);
+        let rt = &self.state.runtime;
+        let mut outcome = rt.call(code).await.map_err(internal)?;
+        let can_ask = peer.is_some_and(|p| {
+            p.supported_elicitation_modes()
+                .contains(&rmcp::service::ElicitationMode::Form)
+        });
+        while let (
+            Outcome::Paused {
+                execution_id,
+                pending,
+            },
+            true,
+            Some(peer),
+        ) = (&outcome, can_ask, peer)
+        {
+            let Some(first) = pending.first() else { break };
+            let message = format!(
+                "The code wants to run {}.{} with {}. Approve this action?",
+                first.connector,
+                first.method,
+                serde_json::to_string_pretty(&first.args).unwrap_or_default()
+            );
+            let request = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema: ElicitationSchema::new(BTreeMap::new()),
+            };
+            let answer = match peer.create_elicitation(request).await {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "elicitation failed; leaving the execution paused");
+                    break;
+                }
+            };
+            match answer.action {
+                ElicitationAction::Accept => match rt.approve(execution_id).await {
+                    Ok(next) => outcome = next,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "approval after elicitation failed");
+                        break;
+                    }
+                },
+                ElicitationAction::Decline => {
+                    let id = execution_id.clone();
+                    let seq = first.seq;
+                    if rt.reject(&id, seq).await.map_err(internal)? {
+                        let v = json!({
+                            "status": "rejected",
+                            "executionId": id,
+                            "error": format!("the user rejected {}.{}; nothing after it ran", first.connector, first.method),
+                        });
+                        let mut r = CallToolResult::structured(v);
+                        r.is_error = Some(true);
+                        return Ok(r);
+                    }
+                    break;
+                }
+                _ => break,
+            }
+        }
         Ok(outcome_result(&outcome, &self.state.approve_hint))
     }
 }
@@ -93,7 +156,7 @@ impl ServerHandler for CodemodeMcp {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = self.state.runtime.tool().name;
         if request.name != name.as_str() {
@@ -110,7 +173,7 @@ impl ServerHandler for CodemodeMcp {
             r.is_error = Some(true);
             return Ok(r.into());
         };
-        Ok(self.run(code).await?.into())
+        Ok(self.run(code, Some(&context.peer)).await?.into())
     }
 }
 

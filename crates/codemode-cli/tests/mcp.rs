@@ -21,8 +21,22 @@ fn fixtures() -> Option<PathBuf> {
 }
 
 fn client(fixtures: &Path, mode: &str, target: &[&str], codes: &[&str]) -> Value {
+    client_with(fixtures, mode, target, codes, None)
+}
+
+fn client_with(
+    fixtures: &Path,
+    mode: &str,
+    target: &[&str],
+    codes: &[&str],
+    elicit: Option<&str>,
+) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/mcp_client.mjs");
-    let out = Command::new("node")
+    let mut cmd = Command::new("node");
+    if let Some(answer) = elicit {
+        cmd.env("ELICIT", answer);
+    }
+    let out = cmd
         .arg(script)
         .arg(fixtures)
         .arg(mode)
@@ -131,4 +145,33 @@ async fn an_mcp_server_as_a_connector() {
         .unwrap();
     assert_eq!(out["status"], "completed", "{out}");
     assert!(out["result"].to_string().contains("hi"), "{out}");
+}
+
+#[test]
+fn a_pause_is_resolved_by_elicitation() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let store = format!("sqlite:{}", db.display());
+    let target = [BIN, "serve", "--stdio", "--store", &store];
+    let code = "const t = await tasks.create_task({ title: 'asked' }); return t.title";
+    let v = client_with(&fx, "stdio", &target, &[code], Some("accept"));
+    let done = &v["calls"][0]["structuredContent"];
+    assert_eq!(done["status"], "completed", "{v}");
+    assert_eq!(done["result"], "asked");
+    assert!(
+        v["asked"][0]
+            .as_str()
+            .unwrap()
+            .contains("tasks.create_task"),
+        "{v}"
+    );
+
+    let v = client_with(&fx, "stdio", &target, &[code], Some("decline"));
+    let rejected = &v["calls"][0]["structuredContent"];
+    assert_eq!(rejected["status"], "rejected", "{v}");
+    let id = rejected["executionId"].as_str().unwrap();
+    let out = cli(dir.path(), &db, &["--json", "show", id]);
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["status"], "rejected");
 }

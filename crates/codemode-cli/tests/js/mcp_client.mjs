@@ -21,7 +21,20 @@ if (mode === "stdio") {
   const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
   transport = new StreamableHTTPClientTransport(new URL(target[0]));
 }
-const client = new Client({ name: "codemode-test", version: "1.0.0" });
+// With ELICIT=accept|decline the client supports elicitation and answers every request so.
+const elicit = process.env.ELICIT;
+const client = new Client(
+  { name: "codemode-test", version: "1.0.0" },
+  elicit ? { capabilities: { elicitation: {} } } : {},
+);
+const asked = [];
+if (elicit) {
+  const { ElicitRequestSchema } = await sdk("types.js");
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push(req.params.message);
+    return elicit === "accept" ? { action: "accept", content: {} } : { action: elicit };
+  });
+}
 await client.connect(transport);
 const { tools } = await client.listTools();
 const calls = [];
@@ -29,4 +42,4 @@ for (const code of codes) {
   calls.push(await client.callTool({ name: "codemode", arguments: { code } }));
 }
 await client.close();
-console.log(JSON.stringify({ tools, calls }));
+console.log(JSON.stringify({ tools, calls, asked }));
