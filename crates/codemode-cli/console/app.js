@@ -84,9 +84,9 @@ async function tick() {
   } finally {
     app.ticking = false;
   }
-  showBanner();
   const wait = app.online && !app.needToken ? POLL_MS : Math.min(15000, 1000 * 2 ** Math.min(app.failures, 4));
   app.retryAt = Date.now() + wait;
+  showBanner();
   schedule(document.hidden ? Math.max(wait, 10000) : wait);
 }
 
@@ -109,7 +109,8 @@ function showBanner() {
   const text = h('span', {});
   const update = () => {
     const s = Math.max(0, Math.ceil((app.retryAt - Date.now()) / 1000));
-    replace(text, h('strong', {}, 'The codemode server is not answering. '), `Nothing shown here is current. Retrying in ${s} s.`);
+    replace(text, h('strong', {}, 'The codemode server is not answering. '),
+      `Nothing shown here is current. ${s > 0 ? `Retrying in ${s} s.` : 'Retrying…'}`);
   };
   update();
   countdown = setInterval(update, 1000);
