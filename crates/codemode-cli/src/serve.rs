@@ -1,6 +1,7 @@
 //! `codemode serve`: the HTTP API and MCP over HTTP, or MCP over stdio.
 
 use crate::app::{self, CommonArgs, Settings};
+use crate::config::{ConnectorConfig, McpEntry};
 use crate::http::{self, AppState};
 use crate::mcp;
 use anyhow::{bail, Context, Result};
@@ -22,7 +23,29 @@ pub struct ServeArgs {
 
 /// Runs the server until Ctrl-C (or, with `--stdio`, until the client leaves).
 pub async fn run(common: &CommonArgs, args: &ServeArgs) -> Result<()> {
-    let settings = Settings::load(common)?;
+    serve_with(Settings::load(common)?, args).await
+}
+
+/// `codemode wrap -- CMD ARGS…`: an existing MCP server behind the single code tool, on stdio.
+pub async fn wrap(common: &CommonArgs, name: &str, command: Vec<String>) -> Result<()> {
+    if command.is_empty() {
+        bail!("give the MCP server to wrap: codemode wrap -- COMMAND ARGS…");
+    }
+    let mut settings = Settings::load(common)?;
+    settings.config.connectors.insert(
+        name.to_string(),
+        ConnectorConfig::Mcp(McpEntry::from_flag(Some(command), None)),
+    );
+    settings.demo = common.demo;
+    let args = ServeArgs {
+        listen: None,
+        stdio: true,
+        token_env: None,
+    };
+    serve_with(settings, &args).await
+}
+
+async fn serve_with(settings: Settings, args: &ServeArgs) -> Result<()> {
     let app = app::build(&settings).await?;
     let token_env = args
         .token_env

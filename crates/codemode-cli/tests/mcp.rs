@@ -175,3 +175,35 @@ fn a_pause_is_resolved_by_elicitation() {
     let e: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(e["status"], "rejected");
 }
+
+#[test]
+fn wrap_puts_an_mcp_server_behind_the_code_tool() {
+    let Some(fx) = fixtures() else { return };
+    let everything = fx.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let everything = everything.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("w.db").display());
+    let target = [
+        BIN,
+        "wrap",
+        "--store",
+        &store,
+        "--name",
+        "everything",
+        "--",
+        "node",
+        everything,
+        "stdio",
+    ];
+    let v = client(
+        &fx,
+        "stdio",
+        &target,
+        &["return await everything.echo({ message: 'wrapped' })"],
+    );
+    assert_eq!(v["tools"].as_array().unwrap().len(), 1);
+    assert_eq!(v["tools"][0]["name"], "codemode");
+    let done = &v["calls"][0]["structuredContent"];
+    assert_eq!(done["status"], "completed", "{v}");
+    assert!(done["result"].to_string().contains("wrapped"), "{v}");
+}

@@ -30,6 +30,15 @@ pub struct Cli {
 enum Command {
     /// Serve the MCP tool and the HTTP control API.
     Serve(ServeArgs),
+    /// Serve an existing MCP server behind the single code tool, over stdio.
+    Wrap {
+        /// The global name of the wrapped server in the sandbox.
+        #[arg(long, default_value = "server")]
+        name: String,
+        /// The server's command and arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
     /// Run code as a new execution: `run FILE`, `run -e CODE` or `run -` (stdin).
     Run {
         /// A file of code, or `-` for stdin.
@@ -138,12 +147,16 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         serve::run(&cli.common, args).await?;
         return Ok(ExitCode::SUCCESS);
     }
+    if let Command::Wrap { name, command } = cli.command {
+        serve::wrap(&cli.common, &name, command).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let settings = Settings::load(&cli.common)?;
     let app = app::build(&settings).await?;
     let rt = app.runtime;
     let out = output::Printer { json: cli.json };
     match cli.command {
-        Command::Serve(_) => unreachable!("handled above"),
+        Command::Serve(_) | Command::Wrap { .. } => unreachable!("handled above"),
         Command::Run { file, code } => {
             let code = read_code(file, code)?;
             let mut outcome = rt.call(&code).await?;

@@ -6,7 +6,7 @@ import { pathToFileURL } from "node:url";
 import path from "node:path";
 
 const [fixtures, mode, ...rest] = process.argv.slice(2);
-const sep = rest.indexOf("--");
+const sep = rest.lastIndexOf("--");
 const target = rest.slice(0, sep);
 const codes = rest.slice(sep + 1);
 const sdk = (p) =>
