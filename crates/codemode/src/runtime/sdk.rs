@@ -1,8 +1,8 @@
 //! The `codemode` SDK calls that are not logged: search, describe and run.
 
-use crate::discovery::{Catalog, ConnectorInfo};
 use super::registry::Registry;
 use super::Runtime;
+use crate::discovery::{Catalog, ConnectorInfo};
 use crate::error::RuntimeError;
 use crate::executor::{HostCall, HostReply};
 use serde_json::{json, Value};
@@ -127,6 +127,11 @@ impl Runtime {
     ) -> Result<Result<crate::discovery::DescribeOutput, String>, RuntimeError> {
         let snippets = self.inner.store.snippets(&self.inner.name).await?;
         Ok(self.inner.catalog.describe(target, &snippets))
+    }
+
+    /// The connectors with their instructions, hints and tool specs (approval, revert, schemas).
+    pub fn connectors(&self) -> &[ConnectorInfo] {
+        self.inner.catalog.connectors()
     }
 
     /// Every declaration the sandbox offers.
