@@ -58,7 +58,8 @@ async fn serve_with(settings: Settings, args: &ServeArgs) -> Result<()> {
         },
         None => None,
     };
-    let store_flag = format!("--store sqlite:{}", app::show_path(&app.db_path));
+    let db_abs = std::fs::canonicalize(&app.db_path).unwrap_or_else(|_| app.db_path.clone());
+    let store_flag = format!("--store sqlite:{}", app::show_path(&db_abs));
     if args.stdio {
         let state = AppState {
             runtime: app.runtime,
@@ -102,11 +103,12 @@ async fn serve_with(settings: Settings, args: &ServeArgs) -> Result<()> {
     for (name, error) in failed.iter() {
         eprintln!("  connector {name} FAILED: {error}");
     }
+    let me = self_command();
     eprintln!("try:");
     eprintln!(
-        "  codemode run {store_flag} -e 'return await tasks.create_task({{ title: \"try codemode\" }})'"
+        "  {me} run {store_flag} -e 'return await tasks.create_task({{ title: \"try codemode\" }})'"
     );
-    eprintln!("  codemode pending {store_flag}");
+    eprintln!("  {me} pending {store_flag}");
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown_signal())
         .await
@@ -135,4 +137,22 @@ async fn shutdown_signal() {
         _ = term => {}
     }
     eprintln!("codemode: shutting down; in-flight requests finish first");
+}
+
+/// How to invoke this binary again: `codemode` when that is what is on the PATH, else its path.
+fn self_command() -> String {
+    let exe = std::env::current_exe().ok();
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| {
+            let candidate = dir.join("codemode");
+            candidate.exists()
+                && exe.as_ref().is_some_and(|e| {
+                    std::fs::canonicalize(&candidate).ok() == std::fs::canonicalize(e).ok()
+                })
+        })
+    });
+    match exe {
+        Some(e) if !on_path => e.display().to_string(),
+        _ => "codemode".to_string(),
+    }
 }
