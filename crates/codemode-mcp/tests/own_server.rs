@@ -190,15 +190,16 @@ async fn a_dead_server_is_restarted_without_waiting_for_a_call() {
 #[tokio::test]
 async fn slow_calls_time_out_and_others_go_on() {
     let mut config = test_server(&[]);
-    config.timeout_ms = 300;
+    // Wide margins: the machine running the tests may be busy.
+    config.timeout_ms = 1_500;
     let c = McpConnector::connect(config).await.unwrap();
     let started = Instant::now();
     let err = c
         .execute("slow", json!({"ms": 5000}), ctx(0))
         .await
         .unwrap_err();
-    assert_eq!(err.0, "items.slow timed out after 300 ms");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(err.0, "items.slow timed out after 1500 ms");
+    assert!(started.elapsed() < Duration::from_secs(4));
     // Calls run concurrently: a slow one does not hold up a fast one.
     let timed = |method: &'static str, args: Value, seq: u64| {
         let c = &c;
