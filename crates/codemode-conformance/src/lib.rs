@@ -11,4 +11,4 @@ pub mod probe;
 pub mod scenario;
 
 pub use probe::{Probe, ProbeRecord};
-pub use scenario::{run_scenario, Scenario};
+pub use scenario::{load_scenarios, run_all, run_scenario, Scenario};

@@ -116,6 +116,59 @@ pub struct End {
     pub count: Option<usize>,
 }
 
+/// Every scenario file of the suite, by name, in file order.
+pub fn load_scenarios() -> Vec<(String, Result<Scenario, String>)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|x| x == "toml"));
+    files.sort();
+    files
+        .into_iter()
+        .map(|file| {
+            let name = file
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            let parsed = std::fs::read_to_string(&file)
+                .map_err(|e| e.to_string())
+                .and_then(|text| toml::from_str(&text).map_err(|e| format!("does not parse: {e}")));
+            (name, parsed)
+        })
+        .collect()
+}
+
+/// Runs every scenario, each on the store `store_for(index)` gives it and under its own
+/// runtime name; returns one line per failure.
+pub async fn run_all<F, Fut>(label: &str, mut store_for: F) -> Vec<String>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Arc<dyn Store>>,
+{
+    let scenarios = load_scenarios();
+    assert!(
+        scenarios.len() >= 25,
+        "expected the whole suite, found {} files",
+        scenarios.len()
+    );
+    let mut failures = Vec::new();
+    for (i, (name, parsed)) in scenarios.iter().enumerate() {
+        let outcome = match parsed {
+            Ok(scenario) => {
+                run_scenario(scenario, store_for(i).await, &format!("conformance-{i}")).await
+            }
+            Err(e) => Err(e.clone()),
+        };
+        match outcome {
+            Ok(()) => println!("ok   {name} ({label})"),
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    failures
+}
+
 /// Runs one scenario against `store` with the real sandbox; `Err` says what differed.
 pub async fn run_scenario(
     scenario: &Scenario,

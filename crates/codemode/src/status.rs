@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Where an execution stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutionStatus {
     /// A pass is running (or a node died while running one).
@@ -22,7 +22,7 @@ pub enum ExecutionStatus {
 }
 
 /// What happened to one logged call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryState {
     /// Marked before the connector runs; left so by a crash, it runs again with the same key.
@@ -60,17 +60,67 @@ pub const ENTRY_TRANSITIONS: &[(Option<EntryState>, EntryState)] = {
     use EntryState::*;
     &[
         (None, Executing),
-        (None, Applied),
         (None, Pending),
-        (None, Error),
         (Some(Executing), Applied),
         (Some(Executing), Error),
         // A crash left it executing: the next pass runs it again with the same key.
         (Some(Executing), Executing),
         (Some(Pending), Executing),
+        // A `reexecute` (ephemeral) entry runs again on every pass.
+        (Some(Applied), Applied),
         (Some(Applied), Reverted),
     ]
 };
+
+/// Which transitions a process has made, for the test that proves every one is exercised.
+#[cfg(feature = "transition-coverage")]
+pub mod coverage {
+    use super::{EntryState, ExecutionStatus};
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+
+    static EXECUTIONS: Mutex<BTreeSet<(ExecutionStatus, ExecutionStatus)>> =
+        Mutex::new(BTreeSet::new());
+    static ENTRIES: Mutex<BTreeSet<(Option<EntryState>, EntryState)>> = Mutex::new(BTreeSet::new());
+
+    pub(crate) fn execution(from: ExecutionStatus, to: ExecutionStatus) {
+        EXECUTIONS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((from, to));
+    }
+
+    pub(crate) fn entry(from: Option<EntryState>, to: EntryState) {
+        ENTRIES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((from, to));
+    }
+
+    /// Execution transitions made so far in this process.
+    pub fn executions() -> BTreeSet<(ExecutionStatus, ExecutionStatus)> {
+        EXECUTIONS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Log-entry transitions made so far in this process.
+    pub fn entries() -> BTreeSet<(Option<EntryState>, EntryState)> {
+        ENTRIES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Notes an execution transition the store accepted.
+pub(crate) fn note_execution(from: ExecutionStatus, to: ExecutionStatus) {
+    #[cfg(feature = "transition-coverage")]
+    coverage::execution(from, to);
+    let _ = (from, to);
+}
+
+/// Checks a log-entry transition against the table, noting it; false if illegal.
+pub(crate) fn note_entry(from: Option<EntryState>, to: EntryState) -> bool {
+    #[cfg(feature = "transition-coverage")]
+    coverage::entry(from, to);
+    to.can_follow(from)
+}
 
 impl ExecutionStatus {
     /// All statuses, for tables and tests.
@@ -195,6 +245,10 @@ mod tests {
         assert_eq!(legal, ENTRY_TRANSITIONS.len());
         assert!(!EntryState::Executing.can_follow(Some(EntryState::Applied)));
         assert!(!EntryState::Applied.can_follow(Some(EntryState::Reverted)));
+        assert!(
+            !EntryState::Applied.can_follow(None),
+            "every entry starts executing or pending"
+        );
     }
 
     #[test]

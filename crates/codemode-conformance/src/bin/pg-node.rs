@@ -6,13 +6,20 @@
 //!   approved `bank.transfer` of that execution.
 //! - `pg-node URL RUNTIME crash JOURNAL before|after SEQ`: runs the crash script with the
 //!   ledger connector and dies where it is told to.
+//! - `pg-node URL RUNTIME listen EFFECTS NAME`: the load test's node (driven by `pg-load`).
+//!   Prints `listening ADDR`, then serves a line protocol on that loopback address, any
+//!   number of connections at once: `run CODE` (the code on one line) and `approve ID`, each
+//!   answered with one line of JSON, the `Outcome` or `{"status":"refused","error":…}`. Its
+//!   `shop` connector has `reserve` (a durable write, no approval) and `ship` (needs
+//!   approval), which appends `effect KEY NAME` to the file EFFECTS for every real run.
 
 use codemode::{CallContext, Runtime, RustConnector, RustTool, ToolError};
 use codemode_conformance::journal::{ledger, CrashPoint, CRASH_SCRIPT};
 use codemode_postgres::PostgresStore;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::io::BufRead;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -37,11 +44,49 @@ fn bank(runs: Runs) -> RustConnector {
     )
 }
 
+/// One line appended to `path` in one `write` (O_APPEND: lines from both nodes never mix).
+fn append_line(path: &std::path::Path, line: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    f.write_all(format!("{line}\n").as_bytes())
+}
+
+/// The load test's connector: two durable writes and an approval-gated action whose every
+/// real run is recorded in `effects` under its idempotency key.
+fn shop(effects: PathBuf, node: String) -> RustConnector {
+    RustConnector::new("shop")
+        .tool(
+            RustTool::new("reserve", |args: Value, ctx: CallContext| async move {
+                Ok::<Value, ToolError>(
+                    json!({ "item": args["item"], "key": ctx.idempotency_key() }),
+                )
+            })
+            .description("Reserves an item; a write that needs no approval.")
+            .requires_approval(false),
+        )
+        .tool(
+            RustTool::new("ship", move |_args: Value, ctx: CallContext| {
+                let effects = effects.clone();
+                let node = node.clone();
+                async move {
+                    let key = ctx.idempotency_key();
+                    append_line(&effects, &format!("effect {key} {node}"))
+                        .map_err(|e| ToolError::new(format!("effects file: {e}")))?;
+                    Ok::<Value, ToolError>(json!({ "shipped": key }))
+                }
+            })
+            .description("Ships the reserved items; needs approval.")
+            .requires_approval(true),
+        )
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: pg-node URL RUNTIME serve | crash JOURNAL before|after SEQ");
+        eprintln!("usage: pg-node URL RUNTIME serve | crash JOURNAL before|after SEQ | listen EFFECTS NAME");
         std::process::exit(2);
     }
     let store = Arc::new(PostgresStore::connect(&args[1]).await.expect("connect"));
@@ -76,6 +121,15 @@ async fn main() {
             let outcome = runtime.call(CRASH_SCRIPT).await.expect("call");
             println!("{}", serde_json::to_string(&outcome).unwrap_or_default());
         }
+        "listen" if args.len() == 6 => {
+            let runtime = builder
+                .connector(shop(args[4].clone().into(), args[5].clone()))
+                // The driver counts every execution at the end: none may be pruned meanwhile.
+                .max_executions(usize::MAX)
+                .build()
+                .expect("runtime");
+            listen(Arc::new(runtime)).await;
+        }
         other => {
             eprintln!("unknown mode {other:?}");
             std::process::exit(2);
@@ -104,5 +158,59 @@ async fn serve(runtime: Runtime, runs: Runs) {
             .copied()
             .unwrap_or(0);
         println!("done {id} {verdict} {count} {}", message.replace('\n', " "));
+    }
+}
+
+async fn listen(runtime: Arc<Runtime>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    println!(
+        "listening {}",
+        listener.local_addr().expect("local address")
+    );
+    let _ = std::io::stdout().flush();
+    loop {
+        let Ok((socket, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = socket.set_nodelay(true);
+        tokio::spawn(connection(runtime.clone(), socket));
+    }
+}
+
+/// One connection: requests answered in order, one line each.
+async fn connection(runtime: Arc<Runtime>, socket: tokio::net::TcpStream) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (read, mut write) = socket.into_split();
+    let mut lines = BufReader::new(read).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let result = if let Some(code) = line.strip_prefix("run ") {
+            runtime.call(code).await
+        } else if let Some(id) = line.strip_prefix("approve ") {
+            runtime.approve(id.trim()).await
+        } else {
+            let answer =
+                json!({ "status": "refused", "error": format!("unknown request {line:?}") });
+            if write
+                .write_all(format!("{answer}\n").as_bytes())
+                .await
+                .is_err()
+            {
+                return;
+            }
+            continue;
+        };
+        let answer = match result {
+            Ok(outcome) => serde_json::to_value(&outcome).unwrap_or_default(),
+            Err(e) => json!({ "status": "refused", "error": e.to_string() }),
+        };
+        if write
+            .write_all(format!("{answer}\n").as_bytes())
+            .await
+            .is_err()
+        {
+            return;
+        }
     }
 }

@@ -124,6 +124,7 @@ impl Runtime {
                             },
                         )
                         .await?;
+                    crate::status::note_entry(Some(EntryState::Applied), EntryState::Reverted);
                     report.reverted.push(entry.seq);
                 }
                 Err(e) => report.failed.push(RevertFailure {
@@ -307,7 +308,7 @@ impl Runtime {
         debug_assert!(from.can_become(to), "{from} -> {to}");
         let mut t = Transition::new(from, to, now_ms());
         t.error = error;
-        Ok(self
+        let won = self
             .inner
             .store
             .commit(
@@ -319,7 +320,11 @@ impl Runtime {
                     transition: Some(t),
                 },
             )
-            .await?)
+            .await?;
+        if won {
+            crate::status::note_execution(from, to);
+        }
+        Ok(won)
     }
 }
 

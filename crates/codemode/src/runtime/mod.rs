@@ -250,6 +250,7 @@ impl Runtime {
                 what: lost,
             });
         }
+        crate::status::note_execution(from, ExecutionStatus::Running);
         pass::run(self, execution).await
     }
 
@@ -284,6 +285,7 @@ impl Runtime {
                 },
             )
             .await?;
+        crate::status::note_execution(ExecutionStatus::Running, ExecutionStatus::Error);
         self.pass_ended(id, PassEndStatus::Error).await;
         self.dispose(id, ExecutionEndStatus::Error).await;
         Ok(Outcome::Error {

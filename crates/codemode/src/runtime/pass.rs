@@ -11,7 +11,7 @@ use super::Runtime;
 use crate::connector::{CallContext, ExecutionEndStatus, PassEndStatus, ReplayPolicy};
 use crate::executor::{ExecuteRequest, Host, HostCall, HostReply, PassEnd, SDK_NAMESPACE};
 use crate::model::{now_ms, Execution, LogEntry, Outcome, PendingAction};
-use crate::status::{EntryState, ExecutionStatus};
+use crate::status::{note_entry, note_execution, EntryState, ExecutionStatus};
 use crate::store::{Commit, Transition};
 use crate::value::{canonical_eq, serialized_len, MAX_DURABLE_VALUE_CHARS};
 use crate::RuntimeError;
@@ -51,8 +51,21 @@ impl ReplayCursor {
             .collect()
     }
 
+    /// Records `entry` and marks it for the next commit.
     fn set(&mut self, entry: LogEntry) {
         self.dirty.push(entry.seq);
+        self.track(entry);
+    }
+
+    /// Records `entry` in memory only; a transition outside the table stops the pass.
+    fn track(&mut self, entry: LogEntry) {
+        let from = self.log.get(&entry.seq).map(|e| e.state);
+        if !note_entry(from, entry.state) {
+            self.stop(Stop::Fail(format!(
+                "internal error: log entry {} cannot go from {from:?} to {}; the pass was stopped to keep the log consistent",
+                entry.seq, entry.state
+            )));
+        }
         self.log.insert(entry.seq, entry);
     }
 
@@ -169,6 +182,7 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
             what: "expired or taken over while this pass ran",
         });
     }
+    note_execution(ExecutionStatus::Running, to);
     let pass_status = match to {
         ExecutionStatus::Paused => PassEndStatus::Paused,
         ExecutionStatus::Completed => PassEndStatus::Completed,
@@ -321,7 +335,7 @@ impl PassHost {
                             cursor.set(entry);
                         } else {
                             // Reads are recorded when they return.
-                            cursor.log.insert(seq, entry);
+                            cursor.track(entry);
                         }
                         Decision::Execute { seq, durable }
                     }
@@ -453,20 +467,17 @@ impl PassHost {
                 _ => {}
             }
         } else {
-            cursor.log.insert(
+            cursor.track(LogEntry {
                 seq,
-                LogEntry {
-                    seq,
-                    connector: SDK_NAMESPACE.into(),
-                    method: "step".into(),
-                    args: call_args,
-                    result: None,
-                    error: None,
-                    requires_approval: false,
-                    ephemeral: false,
-                    state: EntryState::Executing,
-                },
-            );
+                connector: SDK_NAMESPACE.into(),
+                method: "step".into(),
+                args: call_args,
+                result: None,
+                error: None,
+                requires_approval: false,
+                ephemeral: false,
+                state: EntryState::Executing,
+            });
         }
         HostReply::Value(json!({ "replay": false, "seq": seq }))
     }
