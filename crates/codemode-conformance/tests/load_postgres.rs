@@ -45,6 +45,9 @@ async fn two_nodes_under_load_lose_and_double_nothing() {
     assert_eq!(result["doubled"], 0, "applied twice: {result}");
     assert_eq!(result["stray"], 0, "{result}");
     // The approval went to the other node, and that node ran the action.
-    assert_eq!(result["applied_on_the_approving_node"], EXECUTIONS, "{result}");
+    assert_eq!(
+        result["applied_on_the_approving_node"], EXECUTIONS,
+        "{result}"
+    );
     assert!(output.status.success(), "{stdout}");
 }

@@ -29,7 +29,7 @@ use deadpool_postgres::{Client, Pool};
 
 pub use connect::{redact, PostgresOptions};
 pub use schema::SCHEMA_VERSION;
-pub use scratch::ScratchDatabase;
+pub use scratch::{ScratchDatabase, DEFAULT_TEST_URL};
 
 /// A [`Store`] kept in one PostgreSQL database, shared by any number of nodes.
 #[derive(Clone)]
