@@ -11,7 +11,8 @@
 //!   number of connections at once: `run CODE` (the code on one line) and `approve ID`, each
 //!   answered with one line of JSON, the `Outcome` or `{"status":"refused","error":…}`. Its
 //!   `shop` connector has `reserve` (a durable write, no approval) and `ship` (needs
-//!   approval), which appends `effect KEY NAME` to the file EFFECTS for every real run.
+//!   approval), which appends `effect KEY NAME` to the file EFFECTS for every real run
+//!   (never with `PG_NODE_FAULT=lose`, twice with `PG_NODE_FAULT=double`: planted faults).
 
 use codemode::{CallContext, Runtime, RustConnector, RustTool, ToolError};
 use codemode_conformance::journal::{ledger, CrashPoint, CRASH_SCRIPT};
@@ -72,8 +73,16 @@ fn shop(effects: PathBuf, node: String) -> RustConnector {
                 let node = node.clone();
                 async move {
                     let key = ctx.idempotency_key();
-                    append_line(&effects, &format!("effect {key} {node}"))
-                        .map_err(|e| ToolError::new(format!("effects file: {e}")))?;
+                    // A planted fault, so a test can show the driver's counts catch it.
+                    let times = match std::env::var("PG_NODE_FAULT").as_deref() {
+                        Ok("lose") => 0,
+                        Ok("double") => 2,
+                        _ => 1,
+                    };
+                    for _ in 0..times {
+                        append_line(&effects, &format!("effect {key} {node}"))
+                            .map_err(|e| ToolError::new(format!("effects file: {e}")))?;
+                    }
                     Ok::<Value, ToolError>(json!({ "shipped": key }))
                 }
             })
