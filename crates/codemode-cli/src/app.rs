@@ -5,7 +5,7 @@ use crate::config::{
 };
 use crate::demo;
 use anyhow::{Context, Result};
-use codemode::Runtime;
+use codemode::{Runtime, Store};
 use codemode_quickjs::{QuickJsExecutor, QuickJsOptions};
 use codemode_sqlite::SqliteStore;
 use std::net::SocketAddr;
@@ -19,7 +19,7 @@ pub struct CommonArgs {
     /// The configuration file (default: ./codemode.toml if it exists).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The store: sqlite:PATH (default sqlite:./codemode.db).
+    /// The store: sqlite:PATH (default sqlite:./codemode.db) or postgres://USER@HOST/DB.
     #[arg(long, global = true, value_name = "URL")]
     pub store: Option<String>,
     /// Add the built-in demo connector `tasks`.
@@ -56,8 +56,8 @@ pub struct Settings {
     pub config: Config,
     /// Where the file was read from.
     pub config_path: Option<PathBuf>,
-    /// The SQLite file.
-    pub db_path: PathBuf,
+    /// Where the durable state lives.
+    pub store: StoreUrl,
     /// Whether the demo connector is on.
     pub demo: bool,
     /// Wall-clock limit of one pass.
@@ -75,8 +75,8 @@ impl Settings {
             .clone()
             .or_else(|| config.store.clone())
             .unwrap_or_else(|| DEFAULT_STORE.to_string());
-        let StoreUrl::Sqlite(db_path) =
-            StoreUrl::parse(&store).with_context(|| format!("--store {store}"))?;
+        let store = StoreUrl::parse(&store)
+            .with_context(|| format!("--store {}", codemode_postgres::redact(&store)))?;
         let mut config = config;
         for v in &args.mcp {
             let (name, cmd) = split_flag("mcp", v)?;
@@ -111,7 +111,7 @@ impl Settings {
             memory_mb: args.memory_mb.or(config.limits.memory_mb),
             config,
             config_path,
-            db_path,
+            store,
             demo,
         })
     }
@@ -133,19 +133,47 @@ pub struct App {
     pub runtime: Runtime,
     /// `(connector, error)` for each configured connector that failed to start.
     pub failed: Vec<(String, String)>,
-    /// The SQLite file.
-    pub db_path: PathBuf,
+    /// The store as shown to people: the SQLite file's absolute path, or the PostgreSQL URL
+    /// without its password.
+    pub store_label: String,
+    /// The `--store` flag that reaches the same store from another process.
+    pub store_flag: String,
 }
 
 /// Opens the store, starts the connectors and builds the runtime.
 pub async fn build(settings: &Settings) -> Result<App> {
-    let db_path = settings.db_path.clone();
-    if let Some(dir) = db_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the directory {}", dir.display()))?;
-    }
-    let store = SqliteStore::open(&db_path)
-        .with_context(|| format!("cannot open the store {}", db_path.display()))?;
+    let (store, tasks, store_label, store_flag): (Arc<dyn Store>, _, _, _) = match &settings.store {
+        StoreUrl::Sqlite(db_path) => {
+            if let Some(dir) = db_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create the directory {}", dir.display()))?;
+            }
+            let store = SqliteStore::open(db_path)
+                .with_context(|| format!("cannot open the store {}", db_path.display()))?;
+            let tasks = match settings.demo {
+                true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(db_path)?)),
+                false => None,
+            };
+            let abs = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.clone());
+            let label = show_path(&abs);
+            let flag = format!("--store sqlite:{label}");
+            (Arc::new(store), tasks, label, flag)
+        }
+        StoreUrl::Postgres(url) => {
+            let shown = codemode_postgres::redact(url);
+            let progress = crate::progress::Progress::start(&format!("connecting to {shown}"));
+            let store = codemode_postgres::PostgresStore::connect(url)
+                .await
+                .with_context(|| format!("cannot open the store {shown}"))?;
+            let tasks = match settings.demo {
+                true => Some(demo::Tasks::Postgres(demo::PgTasks::open(url).await?)),
+                false => None,
+            };
+            progress.done();
+            let flag = format!("--store {shown}");
+            (Arc::new(store), tasks, shown, flag)
+        }
+    };
     let mut options = QuickJsOptions::default();
     if let Some(ms) = settings.timeout_ms {
         options = options.with_wall_time(Duration::from_millis(ms));
@@ -154,18 +182,21 @@ pub async fn build(settings: &Settings) -> Result<App> {
         options = options.with_memory_limit((mb as usize).saturating_mul(1024 * 1024));
     }
     let executor = QuickJsExecutor::new(options);
-    let mut builder = Runtime::builder(Arc::new(store), Arc::new(executor));
+    let mut builder = Runtime::builder(store, Arc::new(executor));
     if let Some(keep) = settings.config.max_executions {
         builder = builder.max_executions(keep);
     }
-    if settings.demo {
+    if let Some(tasks) = tasks {
         builder = builder
-            .connector(demo::connector(demo::TaskDb::open(&db_path)?))
+            .connector(demo::connector(tasks))
             .hint("tasks", "the built-in demo to-do list");
     }
     let mut failed = Vec::new();
     for (name, connector) in &settings.config.connectors {
-        match start_connector(name, connector).await {
+        let progress = crate::progress::Progress::start(&format!("starting connector {name}"));
+        let started = start_connector(name, connector).await;
+        progress.done();
+        match started {
             Ok(c) => {
                 builder = builder.connector_arc(c);
                 if let Some(hint) = connector.hint() {
@@ -183,7 +214,8 @@ pub async fn build(settings: &Settings) -> Result<App> {
     Ok(App {
         runtime,
         failed,
-        db_path,
+        store_label,
+        store_flag,
     })
 }
 

@@ -21,7 +21,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7357";
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// `sqlite:PATH` (or a bare path); default `sqlite:./codemode.db`.
+    /// `sqlite:PATH` (or a bare path) or `postgres://…`; default `sqlite:./codemode.db`.
     pub store: Option<String>,
     /// The HTTP listen address; default `127.0.0.1:7357`.
     pub listen: Option<String>,
@@ -352,13 +352,15 @@ impl Config {
 pub enum StoreUrl {
     /// A SQLite file.
     Sqlite(PathBuf),
+    /// A PostgreSQL database, shared by any number of nodes.
+    Postgres(String),
 }
 
 impl StoreUrl {
-    /// Parses `sqlite:PATH`, `sqlite://PATH` or a bare path.
+    /// Parses `postgres://…` (or `postgresql://…`), `sqlite:PATH`, `sqlite://PATH` or a bare path.
     pub fn parse(url: &str) -> Result<StoreUrl> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            bail!("postgres stores are not available in this build; use sqlite:PATH");
+            return Ok(StoreUrl::Postgres(url.to_string()));
         }
         let path = url
             .strip_prefix("sqlite://")
@@ -434,6 +436,9 @@ mod tests {
             StoreUrl::parse("b.db").unwrap(),
             StoreUrl::Sqlite("b.db".into())
         );
-        assert!(StoreUrl::parse("postgres://x").is_err());
+        assert_eq!(
+            StoreUrl::parse("postgres://u@h/db").unwrap(),
+            StoreUrl::Postgres("postgres://u@h/db".into())
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! The built-in demo connector `tasks`, kept in its own tables of the store's SQLite file so
-//! that the server and the CLI see the same tasks and a restart loses nothing.
+//! The built-in demo connector `tasks`, kept in its own tables of the store's database (the
+//! SQLite file, or the PostgreSQL database) so that the server, the CLI and every node on one
+//! PostgreSQL see the same tasks and a restart loses nothing.
 
 use anyhow::{Context, Result};
 use codemode::{CallContext, RustConnector, RustTool, ToolError};
@@ -124,6 +125,207 @@ impl TaskDb {
     }
 }
 
+/// Where the demo keeps its tasks: the store's SQLite file or its PostgreSQL database. Both
+/// keep the same semantics: a create or a note is made once per call key.
+#[derive(Clone)]
+pub enum Tasks {
+    /// Tables in the SQLite file.
+    Sqlite(TaskDb),
+    /// Tables in the PostgreSQL database.
+    Postgres(PgTasks),
+}
+
+impl Tasks {
+    async fn list(&self) -> Result<Value, ToolError> {
+        match self {
+            Tasks::Sqlite(d) => d.list(),
+            Tasks::Postgres(d) => d.list().await,
+        }
+    }
+
+    async fn create(&self, title: &str, key: &str) -> Result<Value, ToolError> {
+        match self {
+            Tasks::Sqlite(d) => d.create(title, key),
+            Tasks::Postgres(d) => d.create(title, key).await,
+        }
+    }
+
+    async fn set_done(&self, id: i64, done: bool) -> Result<Value, ToolError> {
+        match self {
+            Tasks::Sqlite(d) => d.set_done(id, done),
+            Tasks::Postgres(d) => d.set_done(id, done).await,
+        }
+    }
+
+    async fn delete(&self, id: i64) -> Result<(), ToolError> {
+        match self {
+            Tasks::Sqlite(d) => d.delete(id),
+            Tasks::Postgres(d) => d.delete(id).await,
+        }
+    }
+
+    async fn add_note(&self, text: &str, key: &str) -> Result<Value, ToolError> {
+        match self {
+            Tasks::Sqlite(d) => d.add_note(text, key),
+            Tasks::Postgres(d) => d.add_note(text, key).await,
+        }
+    }
+
+    async fn delete_note(&self, id: i64) -> Result<(), ToolError> {
+        match self {
+            Tasks::Sqlite(d) => d.delete_note(id),
+            Tasks::Postgres(d) => d.delete_note(id).await,
+        }
+    }
+}
+
+/// The demo's tables in a PostgreSQL database (a small pool of its own).
+#[derive(Clone)]
+pub struct PgTasks {
+    pool: deadpool_postgres::Pool,
+}
+
+fn pg_err(e: impl std::fmt::Display) -> ToolError {
+    ToolError(format!("tasks database: {e}"))
+}
+
+fn task_row(r: &tokio_postgres::Row) -> Value {
+    json!({"id": r.get::<_, i64>(0), "title": r.get::<_, String>(1), "done": r.get::<_, bool>(2)})
+}
+
+impl PgTasks {
+    /// Connects to `url` (already checked by the store) and creates the demo tables if needed,
+    /// under an advisory lock so that nodes starting at once do not race.
+    pub async fn open(url: &str) -> Result<PgTasks> {
+        use std::str::FromStr;
+        let shown = codemode_postgres::redact(url);
+        let config = tokio_postgres::Config::from_str(url)
+            .with_context(|| format!("{shown} is not a PostgreSQL URL"))?;
+        let manager = deadpool_postgres::Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+            },
+        );
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(4)
+            .build()
+            .with_context(|| format!("cannot make a pool for the demo tasks on {shown}"))?;
+        let client = pool
+            .get()
+            .await
+            .with_context(|| format!("cannot connect to {shown} for the demo tasks"))?;
+        client
+            .batch_execute(
+                "BEGIN;
+                 SELECT pg_advisory_xact_lock(7357001);
+                 CREATE TABLE IF NOT EXISTS demo_tasks (
+                     id BIGSERIAL PRIMARY KEY,
+                     title TEXT NOT NULL,
+                     done BOOLEAN NOT NULL DEFAULT FALSE,
+                     call_key TEXT UNIQUE
+                 );
+                 CREATE TABLE IF NOT EXISTS demo_notes (
+                     id BIGSERIAL PRIMARY KEY,
+                     text TEXT NOT NULL,
+                     call_key TEXT UNIQUE
+                 );
+                 COMMIT;",
+            )
+            .await
+            .with_context(|| format!("cannot create the demo tables on {shown}"))?;
+        Ok(PgTasks { pool: pool.clone() })
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, ToolError> {
+        self.pool.get().await.map_err(pg_err)
+    }
+
+    async fn list(&self) -> Result<Value, ToolError> {
+        let c = self.client().await?;
+        let tasks = c
+            .query("SELECT id, title, done FROM demo_tasks ORDER BY id", &[])
+            .await
+            .map_err(pg_err)?;
+        let notes = c
+            .query("SELECT id, text FROM demo_notes ORDER BY id", &[])
+            .await
+            .map_err(pg_err)?;
+        let tasks: Vec<Value> = tasks.iter().map(task_row).collect();
+        let notes: Vec<Value> = notes
+            .iter()
+            .map(|r| json!({"id": r.get::<_, i64>(0), "text": r.get::<_, String>(1)}))
+            .collect();
+        Ok(json!({"tasks": tasks, "notes": notes}))
+    }
+
+    async fn create(&self, title: &str, key: &str) -> Result<Value, ToolError> {
+        let c = self.client().await?;
+        c.execute(
+            "INSERT INTO demo_tasks (title, call_key) VALUES ($1, $2) ON CONFLICT (call_key) DO NOTHING",
+            &[&title, &key],
+        )
+        .await
+        .map_err(pg_err)?;
+        let row = c
+            .query_one(
+                "SELECT id, title, done FROM demo_tasks WHERE call_key = $1",
+                &[&key],
+            )
+            .await
+            .map_err(pg_err)?;
+        Ok(task_row(&row))
+    }
+
+    async fn set_done(&self, id: i64, done: bool) -> Result<Value, ToolError> {
+        let c = self.client().await?;
+        let row = c
+            .query_opt(
+                "UPDATE demo_tasks SET done = $2 WHERE id = $1 RETURNING id, title, done",
+                &[&id, &done],
+            )
+            .await
+            .map_err(pg_err)?;
+        row.map(|r| task_row(&r))
+            .ok_or_else(|| ToolError(format!("no task with id {id}")))
+    }
+
+    async fn delete(&self, id: i64) -> Result<(), ToolError> {
+        let c = self.client().await?;
+        c.execute("DELETE FROM demo_tasks WHERE id = $1", &[&id])
+            .await
+            .map_err(pg_err)
+            .map(|_| ())
+    }
+
+    async fn add_note(&self, text: &str, key: &str) -> Result<Value, ToolError> {
+        let c = self.client().await?;
+        c.execute(
+            "INSERT INTO demo_notes (text, call_key) VALUES ($1, $2) ON CONFLICT (call_key) DO NOTHING",
+            &[&text, &key],
+        )
+        .await
+        .map_err(pg_err)?;
+        let r = c
+            .query_one(
+                "SELECT id, text FROM demo_notes WHERE call_key = $1",
+                &[&key],
+            )
+            .await
+            .map_err(pg_err)?;
+        Ok(json!({"id": r.get::<_, i64>(0), "text": r.get::<_, String>(1)}))
+    }
+
+    async fn delete_note(&self, id: i64) -> Result<(), ToolError> {
+        let c = self.client().await?;
+        c.execute("DELETE FROM demo_notes WHERE id = $1", &[&id])
+            .await
+            .map_err(pg_err)
+            .map(|_| ())
+    }
+}
+
 fn id_of(v: &Value, field: &str) -> Result<i64, ToolError> {
     v.get(field)
         .and_then(Value::as_i64)
@@ -137,7 +339,7 @@ fn str_of<'a>(v: &'a Value, field: &str) -> Result<&'a str, ToolError> {
 }
 
 /// The `tasks` connector over `db`.
-pub fn connector(db: TaskDb) -> RustConnector {
+pub fn connector(db: Tasks) -> RustConnector {
     let task_schema = json!({
         "type": "object",
         "properties": {"id": {"type": "integer"}, "title": {"type": "string"}, "done": {"type": "boolean"}},
@@ -162,7 +364,7 @@ pub fn connector(db: TaskDb) -> RustConnector {
         .tool(
             RustTool::new("list_tasks", move |_args: Value, _ctx: CallContext| {
                 let db = d1.clone();
-                async move { db.list() }
+                async move { db.list().await }
             })
             .description("Lists every task and note.")
             .input_schema(json!({"type": "object", "properties": {}, "additionalProperties": false}))
@@ -179,7 +381,7 @@ pub fn connector(db: TaskDb) -> RustConnector {
         .tool(
             RustTool::new("create_task", move |args: Value, ctx: CallContext| {
                 let db = d2.clone();
-                async move { db.create(str_of(&args, "title")?, &ctx.idempotency_key()) }
+                async move { db.create(str_of(&args, "title")?, &ctx.idempotency_key()).await }
             })
             .description("Creates a task. Needs approval; rollback deletes it.")
             .input_schema(json!({
@@ -192,13 +394,13 @@ pub fn connector(db: TaskDb) -> RustConnector {
             .requires_approval(true)
             .revert(move |_args: Value, result: Value, _ctx: CallContext| {
                 let db = d3.clone();
-                async move { db.delete(id_of(&result, "id")?) }
+                async move { db.delete(id_of(&result, "id")?).await }
             }),
         )
         .tool(
             RustTool::new("complete_task", move |args: Value, _ctx: CallContext| {
                 let db = d4.clone();
-                async move { db.set_done(id_of(&args, "id")?, true) }
+                async move { db.set_done(id_of(&args, "id")?, true).await }
             })
             .description("Marks a task done. Needs approval; rollback marks it open again.")
             .input_schema(json!({
@@ -211,13 +413,13 @@ pub fn connector(db: TaskDb) -> RustConnector {
             .requires_approval(true)
             .revert(move |args: Value, _result: Value, _ctx: CallContext| {
                 let db = d5.clone();
-                async move { db.set_done(id_of(&args, "id")?, false).map(|_| ()) }
+                async move { db.set_done(id_of(&args, "id")?, false).await.map(|_| ()) }
             }),
         )
         .tool(
             RustTool::new("add_note", move |args: Value, ctx: CallContext| {
                 let db = d6.clone();
-                async move { db.add_note(str_of(&args, "text")?, &ctx.idempotency_key()) }
+                async move { db.add_note(str_of(&args, "text")?, &ctx.idempotency_key()).await }
             })
             .description("Adds a note. Runs without approval; rollback removes it.")
             .input_schema(json!({
@@ -230,7 +432,7 @@ pub fn connector(db: TaskDb) -> RustConnector {
             .requires_approval(false)
             .revert(move |_args: Value, result: Value, _ctx: CallContext| {
                 let db = d7.clone();
-                async move { db.delete_note(id_of(&result, "id")?) }
+                async move { db.delete_note(id_of(&result, "id")?).await }
             }),
         )
 }

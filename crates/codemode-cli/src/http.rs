@@ -48,7 +48,16 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::Snippet(_) => StatusCode::BAD_REQUEST,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
-        ApiError(status, e.to_string())
+        let message = match &e {
+            // Approving what another node or tab already finished: say so plainly.
+            RuntimeError::WrongStatus {
+                status, operation, ..
+            } if status.is_terminal() && *operation == "approve" => {
+                format!("{e} (already handled)")
+            }
+            _ => e.to_string(),
+        };
+        ApiError(status, message)
     }
 }
 

@@ -7,6 +7,7 @@ mod console;
 mod demo;
 mod http;
 mod mcp;
+mod progress;
 mod serve;
 
 use clap::Parser;

@@ -58,8 +58,7 @@ async fn serve_with(settings: Settings, args: &ServeArgs) -> Result<()> {
         },
         None => None,
     };
-    let db_abs = std::fs::canonicalize(&app.db_path).unwrap_or_else(|_| app.db_path.clone());
-    let store_flag = format!("--store sqlite:{}", app::show_path(&db_abs));
+    let store_flag = app.store_flag.clone();
     if args.stdio {
         let state = AppState {
             runtime: app.runtime,
@@ -67,7 +66,7 @@ async fn serve_with(settings: Settings, args: &ServeArgs) -> Result<()> {
             token: None,
             approve_hint: Arc::new(format!(" {store_flag}")),
         };
-        tracing::info!(store = %app.db_path.display(), "serving MCP over stdio");
+        tracing::info!(store = %app.store_label, "serving MCP over stdio");
         return mcp::serve_stdio(state).await;
     }
     let addr = settings.listen(args.listen.as_deref())?;
@@ -95,7 +94,7 @@ async fn serve_with(settings: Settings, args: &ServeArgs) -> Result<()> {
     eprintln!("codemode serving on {base}");
     eprintln!("  MCP (Streamable HTTP): {base}/mcp");
     eprintln!("  control API:           {base}/api  (health: {base}/healthz)");
-    eprintln!("  store:                 {}", app.db_path.display());
+    eprintln!("  store:                 {}", app.store_label);
     match &settings.config_path {
         Some(p) => eprintln!("  config:                {}", p.display()),
         None => eprintln!("  config:                none (built-in demo connector `tasks`)"),

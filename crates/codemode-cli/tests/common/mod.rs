@@ -26,11 +26,18 @@ impl Drop for Server {
 /// Starts `codemode serve` in `dir` with extra args and env; waits for its address.
 pub fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
     let db = dir.join("codemode.db");
+    let store = format!("sqlite:{}", db.display());
+    serve_on(dir, &store, args, env)
+}
+
+/// Starts `codemode serve` in `dir` on the store `store` (any `--store` URL).
+pub fn serve_on(dir: &Path, store: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
+    let db = dir.join("codemode.db");
     let mut cmd = Command::new(BIN);
     cmd.current_dir(dir)
         .arg("serve")
         .arg("--store")
-        .arg(format!("sqlite:{}", db.display()))
+        .arg(store)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -1,0 +1,124 @@
+//! Two `codemode serve` nodes on one PostgreSQL database share executions and the demo's tasks.
+//!
+//! Runs on the PostgreSQL server of `CODEMODE_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`) in a scratch database dropped at the end.
+//! Without a server it prints SKIPPED; with `CI` set it fails instead.
+
+mod common;
+
+use codemode_postgres::ScratchDatabase;
+use common::{serve_on, BIN};
+use serde_json::{json, Value};
+use std::process::{Command, Stdio};
+
+async fn post(c: &reqwest::Client, url: String) -> (u16, Value) {
+    let r = c.post(url).json(&json!({})).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_on_one_postgres_share_approvals_and_tasks() {
+    let Some(db) = ScratchDatabase::for_tests("two_nodes_on_one_postgres")
+        .await
+        .expect("the PostgreSQL test server")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = serve_on(dir.path(), db.url(), &["--listen", "127.0.0.1:0"], &[]);
+    let b = serve_on(dir.path(), db.url(), &["--listen", "127.0.0.1:0"], &[]);
+    let c = common::client();
+
+    let code = "const t = await tasks.create_task({ title: 'shared' }); return t.title;";
+    let outcome: Value = c
+        .post(format!("{}/api/run", a.base))
+        .json(&json!({ "code": code }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(outcome["status"], "paused", "{outcome}");
+    let id = outcome["executionId"].as_str().unwrap().to_string();
+
+    // Node B sees the pause and approves it.
+    let pending: Value = c
+        .get(format!("{}/api/pending", b.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(pending[0]["executionId"], id.as_str(), "{pending}");
+    let (status, approved) = post(&c, format!("{}/api/executions/{id}/approve", b.base)).await;
+    assert_eq!(status, 200, "{approved}");
+    assert_eq!(approved["status"], "completed", "{approved}");
+    assert_eq!(approved["result"], "shared");
+
+    // Node A sees it completed, and the task in the shared demo tables.
+    let e: Value = c
+        .get(format!("{}/api/executions/{id}", a.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(e["status"], "completed", "{e}");
+    let listed: Value = c
+        .post(format!("{}/api/run", a.base))
+        .json(&json!({ "code": "return (await tasks.list_tasks({})).tasks.map(t => t.title)" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["result"], json!(["shared"]), "{listed}");
+
+    // Approving again on node A: already handled.
+    let (status, body) = post(&c, format!("{}/api/executions/{id}/approve", a.base)).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("already"),
+        "{body}"
+    );
+
+    // Rollback from node A deletes the task node B's approval created.
+    let (status, report) = post(&c, format!("{}/api/executions/{id}/rollback", a.base)).await;
+    assert_eq!(status, 200, "{report}");
+    let listed: Value = c
+        .post(format!("{}/api/run", b.base))
+        .json(&json!({ "code": "return (await tasks.list_tasks({})).tasks.length" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["result"], 0, "{listed}");
+    drop((a, b));
+}
+
+#[test]
+fn a_bad_postgres_url_names_the_cause_and_hides_the_password() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, cause) in [
+        ("postgres://someone:hunter2@127.0.0.1:1/x", "127.0.0.1:1"),
+        ("postgres://someone:hunter2@127.0.0.1:5432:99/x", "postgres"),
+    ] {
+        let out = Command::new(BIN)
+            .current_dir(dir.path())
+            .args(["pending", "--store", url])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(cause), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+}
