@@ -335,11 +335,44 @@ export class ExecutionView {
     const e = this.exec;
     const applied = e.log.filter((x) => x.state === 'applied' && x.connector !== 'codemode').reverse();
     const done = e.log.filter((x) => x.state === 'reverted');
+    // What this server can revert: the same test the runtime makes (connector, method, revert).
+    let known = null;
+    try {
+      known = await get('/api/connectors');
+    } catch (err) {
+      if (err.status === 401) return;
+    }
+    const byName = new Map(((known && known.connectors) || []).map((c) => [c.name, c]));
+    const plan = { revert: [], cannot: [], reads: [] };
+    for (const x of applied) {
+      if (!known) {
+        plan.revert.push([x, '']);
+        continue;
+      }
+      const c = byName.get(x.connector);
+      const m = c && c.methods.find((mm) => mm.name === x.method);
+      if (!c) plan.cannot.push([x, `connector ${x.connector} is not configured on this server`]);
+      else if (!m) plan.cannot.push([x, `${x.connector} has no method ${x.method} any more`]);
+      else if (m.hasRevert) plan.revert.push([x, '']);
+      else if (m.readOnly) plan.reads.push([x, 'a read: nothing changed']);
+      else plan.cannot.push([x, 'no revert declared: it stays as it is']);
+    }
+    const item = ([x, why]) => h('li', { dataset: { seq: x.seq } }, h('span', { class: 'seq' }, `#${x.seq}`), ' ', h('code', {}, path(x)),
+      x.requiresApproval ? ' (was approved)' : '', why ? h('span', { class: 'muted' }, ` — ${why}`) : '');
     const body = h('div', {},
-      h('p', {}, 'Rollback undoes these applied calls, newest first, with the revert each tool declares:'),
-      h('ul', { class: 'plan' }, applied.map((x) => h('li', {}, h('span', { class: 'seq' }, `#${x.seq}`), ' ', h('code', {}, path(x)),
-        x.requiresApproval ? ' (was approved)' : ''))),
-      h('p', { class: 'muted' }, 'What cannot be reverted: a tool with no revert (it is reported as skipped and stays as it is), and reads, which changed nothing. Pending and failed calls never ran.'),
+      plan.revert.length
+        ? [h('p', {}, 'Will be reverted, newest first, with the revert each tool declares:'),
+          h('ul', { class: 'plan', id: 'rollback-plan' }, plan.revert.map(item))]
+        : h('p', { class: 'plan', id: 'rollback-plan' }, 'Nothing here can be reverted by this server.'),
+      plan.cannot.length
+        ? [h('p', {}, 'Cannot be reverted (reported as skipped):'),
+          h('ul', { class: 'plan-cannot', id: 'rollback-cannot' }, plan.cannot.map(item))]
+        : h('p', { class: 'muted' }, 'Cannot be reverted: nothing (every applied write here has a revert).'),
+      plan.reads.length
+        ? [h('p', { class: 'muted' }, 'Reads, nothing to undo:'), h('ul', { class: 'plan-reads muted', id: 'rollback-reads' }, plan.reads.map(item))]
+        : null,
+      known ? null : h('p', { class: 'error-text' }, 'The connectors could not be read: which calls have a revert is unknown.'),
+      h('p', { class: 'muted' }, 'Pending and failed calls never ran.'),
       done.length ? h('p', { class: 'muted' }, `Already reverted: ${done.map((x) => `#${x.seq} ${path(x)}`).join(', ')}.`) : null);
     const report = await modal({
       title: `Roll back execution ${shortId(e.id)}?`,
@@ -496,23 +529,23 @@ export class ConnectorsView {
 
   async load() {
     try {
-      const health = await get('/healthz');
-      const cards = await Promise.all(health.connectors.map(async (name) => {
-        const [d, s] = await Promise.all([
-          get(`/api/describe?target=${enc(name)}`).catch(() => null),
-          get(`/api/search?q=${enc(name)}`).catch(() => ({ results: [] })),
-        ]);
-        const methods = s.results.filter((r) => r.kind === 'method' && r.connector === name)
-          .sort((a, b) => a.method.localeCompare(b.method));
+      const health = await get('/api/connectors');
+      const cards = await Promise.all(health.connectors.map(async (c) => {
+        const name = c.name;
+        const d = await get(`/api/describe?target=${enc(name)}`).catch(() => null);
+        const methods = [...c.methods].sort((a, b) => a.name.localeCompare(b.name));
         return h('article', { class: 'card', dataset: { connector: name }, 'aria-label': `Connector ${name}` },
-          h('div', { class: 'card-head' }, h('h2', {}, h('code', {}, name)), h('span', { class: 'meta' }, `${methods.length} method${methods.length === 1 ? '' : 's'}`)),
-          d && d.description ? h('p', { class: 'instructions' }, d.description) : null,
+          h('div', { class: 'card-head' }, h('h2', {}, h('code', {}, name)),
+            c.hint ? h('span', { class: 'muted' }, c.hint) : null,
+            h('span', { class: 'meta' }, `${methods.length} method${methods.length === 1 ? '' : 's'}`)),
+          c.instructions ? h('p', { class: 'instructions' }, c.instructions) : null,
           h('table', { class: 'methods' },
             h('caption', { class: 'sr-only' }, `Methods of ${name}`),
-            h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Method'), h('th', { scope: 'col' }, 'Approval'), h('th', { scope: 'col' }, 'Description'))),
-            h('tbody', {}, methods.map((m) => h('tr', {},
-              h('td', {}, h('button', { type: 'button', class: 'linkish mono', onclick: () => { this.target.value = m.path; this.describe(m.path); } }, m.method)),
+            h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Method'), h('th', { scope: 'col' }, 'Approval'), h('th', { scope: 'col' }, 'Rollback'), h('th', { scope: 'col' }, 'Description'))),
+            h('tbody', {}, methods.map((m) => h('tr', { dataset: { method: m.name } },
+              h('td', {}, h('button', { type: 'button', class: 'linkish mono', onclick: () => { this.target.value = `${name}.${m.name}`; this.describe(`${name}.${m.name}`); } }, m.name)),
               h('td', {}, m.requiresApproval ? badge('requires approval', 'approval') : badge('runs freely', 'free')),
+              h('td', {}, m.hasRevert ? badge('revertible', 'free') : m.readOnly ? badge('read-only', 'kind') : badge('no revert', 'error')),
               h('td', {}, m.description || ''))))),
           d ? h('details', { class: 'card-section' }, h('summary', {}, 'TypeScript declarations'), h('pre', { class: 'code ts' }, d.types)) : null);
       }));

@@ -116,6 +116,7 @@ pub fn router(state: AppState, max_body: usize, loopback: bool) -> Router {
         .route("/api/search", get(search))
         .route("/api/describe", get(describe))
         .route("/api/tool", get(tool))
+        .route("/api/connectors", get(connectors))
         .route("/api/types", get(types))
         .nest_service("/mcp", mcp::http_service(state.clone(), loopback))
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
@@ -333,6 +334,43 @@ async fn describe(State(s): State<AppState>, Query(q): Query<DescribeQuery>) -> 
 
 async fn tool(State(s): State<AppState>) -> ApiResult {
     to_json(s.runtime.tool())
+}
+
+/// Every connector with its instructions, hint and methods (approval, read-only, revert), and
+/// the ones that failed to start.
+async fn connectors(State(s): State<AppState>) -> Json<Value> {
+    let connectors: Vec<Value> = s
+        .runtime
+        .connectors()
+        .iter()
+        .map(|c| {
+            let methods: Vec<Value> = c
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "requiresApproval": t.requires_approval,
+                        "readOnly": t.read_only,
+                        "hasRevert": t.has_revert,
+                    })
+                })
+                .collect();
+            json!({
+                "name": c.name,
+                "instructions": c.instructions,
+                "hint": c.hint,
+                "methods": methods,
+            })
+        })
+        .collect();
+    let failed: Vec<Value> = s
+        .failed
+        .iter()
+        .map(|(name, error)| json!({"connector": name, "error": error}))
+        .collect();
+    Json(json!({"connectors": connectors, "failed": failed}))
 }
 
 async fn types(State(s): State<AppState>) -> Json<Value> {

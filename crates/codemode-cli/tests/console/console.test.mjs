@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -213,6 +213,7 @@ test('two tabs approve at once: one wins, the other shows it was already handled
 test('roll back from the execution view: the confirmation lists what is reverted, the timeline shows it', async () => {
   const out = await run(`
     await tasks.add_note({ text: 'rollback me' });
+    await tasks.list_tasks({});
     const t = await tasks.create_task({ title: 'undo me' });
     return t.id;
   `);
@@ -225,14 +226,20 @@ test('roll back from the execution view: the confirmation lists what is reverted
   await page.locator('button[data-action="rollback"]').click();
   const dialog = page.locator('dialog[open]');
   await dialog.waitFor();
-  const plan = await dialog.locator('.plan').textContent();
+  const plan = await dialog.locator('#rollback-plan').textContent();
   assert.match(plan, /tasks\.create_task[\s\S]*tasks\.add_note/);
-  assert.match(await dialog.textContent(), /cannot be reverted/);
+  assert.doesNotMatch(plan, /list_tasks/);
+  assert.match(await dialog.locator('#rollback-reads').textContent(), /tasks\.list_tasks/);
+  assert.equal(await dialog.locator('#rollback-cannot').count(), 0);
+  assert.match(await dialog.textContent(), /Cannot be reverted: nothing/);
   await shot(page, '06-rollback-confirm');
   await dialog.locator('button[type="submit"]').click();
   await page.locator('#rollback-report', { hasText: 'Reverted (2)' }).waitFor();
   await page.locator('#timeline .entry[data-state="reverted"]').nth(1).waitFor();
-  assert.equal(await page.locator('#timeline .entry[data-state="applied"]').count(), 0);
+  // Only the read stays applied: it changed nothing.
+  const stillApplied = page.locator('#timeline .entry[data-state="applied"]');
+  assert.equal(await stillApplied.count(), 1);
+  assert.match(await stillApplied.textContent(), /tasks\.list_tasks/);
   await page.locator('#exec-status', { hasText: 'rolled back' }).waitFor();
   await shot(page, '07-rolled-back');
   await page.setViewportSize({ width: 390, height: 844 });
@@ -317,9 +324,9 @@ test('the token prompt: asked once, kept for the tab, sent with every request', 
 });
 
 /** Starts `codemode serve` on `listen`; resolves with the process and its base URL. */
-function startServer(listen, db) {
+function startServer(listen, db, extra = []) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.env.CODEMODE_BIN, ['serve', '--listen', listen, '--store', `sqlite:${db}`], {
+    const child = spawn(process.env.CODEMODE_BIN, ['serve', '--listen', listen, '--store', `sqlite:${db}`, ...extra], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let seen = '';
@@ -358,5 +365,45 @@ test('a server that went away: a clear banner, then retry', async () => {
   await card(page, out.executionId, 0).waitFor();
   await stop(server.child);
   await page.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('rollback confirmation: calls whose connector is gone or has no revert cannot be reverted', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'codemode-gone-connector-'));
+  const db = path.join(dir, 'c.db');
+  // The execution is made with the demo connector...
+  let server = await startServer('127.0.0.1:0', db);
+  const out = await run("await tasks.add_note({ text: 'left behind' }); return 1;", server.base);
+  assert.equal(out.status, 'completed');
+  await stop(server.child);
+  // ...and reviewed on a node configured with another connector only.
+  const spec = path.join(dir, 'items.json');
+  writeFileSync(spec, JSON.stringify({
+    openapi: '3.0.3', info: { title: 'Items', version: '1' },
+    paths: { '/items': { post: { operationId: 'createItem', responses: { 200: { description: 'ok' } } } } },
+  }));
+  server = await startServer('127.0.0.1:0', db, ['--openapi', `items=${spec}@http://127.0.0.1:9`]);
+  const connectors = (await api(server.base, 'GET', '/api/connectors')).body;
+  assert.deepEqual(connectors.connectors.map((c) => c.name), ['items']);
+  const create = connectors.connectors[0].methods.find((m) => m.name === 'createItem');
+  assert.equal(create.requiresApproval, true);
+  assert.equal(create.hasRevert, false);
+  const page = await tab(server.base + `/#/executions/${out.executionId}`);
+  await page.locator('button[data-action="rollback"]').click();
+  const dialog = page.locator('dialog[open]');
+  const cannot = dialog.locator('#rollback-cannot');
+  await cannot.waitFor();
+  assert.match(await cannot.textContent(), /tasks\.add_note[\s\S]*connector tasks is not configured/);
+  assert.match(await dialog.locator('#rollback-plan').textContent(), /Nothing here can be reverted/);
+  await shot(page, '13-rollback-connector-gone');
+  await page.keyboard.press('Escape');
+  // The Connectors view lists every method from /api/connectors, with its revert.
+  await page.goto(server.base + '/#/connectors');
+  const row = page.locator('.card[data-connector="items"] tr[data-method="createItem"]');
+  await row.locator('.badge', { hasText: 'no revert' }).waitFor();
+  await row.locator('.badge', { hasText: 'requires approval' }).waitFor();
+  await page.locator('.card[data-connector="items"] tr[data-method="request"]').waitFor();
+  await done(page);
+  await stop(server.child);
   rmSync(dir, { recursive: true, force: true });
 });
