@@ -37,6 +37,10 @@ pub struct CommonArgs {
     /// An MCP server over Streamable HTTP as a connector: NAME=URL (repeatable).
     #[arg(long = "mcp-url", global = true, value_name = "NAME=URL")]
     pub mcp_url: Vec<String>,
+    /// The environment variable holding the bearer token: required by `serve` off loopback,
+    /// sent by the CLI with `--server`.
+    #[arg(long, global = true, value_name = "VAR")]
+    pub token_env: Option<String>,
     /// An OpenAPI document as a connector: NAME=SPEC[@BASE_URL] (repeatable).
     #[arg(long = "openapi", global = true, value_name = "NAME=SPEC[@BASE_URL]")]
     pub openapi: Vec<String>,

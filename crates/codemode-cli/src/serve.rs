@@ -16,14 +16,11 @@ pub struct ServeArgs {
     /// Serve MCP over stdin/stdout instead of HTTP.
     #[arg(long)]
     pub stdio: bool,
-    /// The environment variable holding the bearer token (required off loopback).
-    #[arg(long, value_name = "VAR")]
-    pub token_env: Option<String>,
 }
 
 /// Runs the server until Ctrl-C (or, with `--stdio`, until the client leaves).
 pub async fn run(common: &CommonArgs, args: &ServeArgs) -> Result<()> {
-    serve_with(Settings::load(common)?, args).await
+    serve_with(Settings::load(common)?, args, common.token_env.clone()).await
 }
 
 /// `codemode wrap -- CMD ARGS…`: an existing MCP server behind the single code tool, on stdio.
@@ -40,17 +37,13 @@ pub async fn wrap(common: &CommonArgs, name: &str, command: Vec<String>) -> Resu
     let args = ServeArgs {
         listen: None,
         stdio: true,
-        token_env: None,
     };
-    serve_with(settings, &args).await
+    serve_with(settings, &args, None).await
 }
 
-async fn serve_with(settings: Settings, args: &ServeArgs) -> Result<()> {
+async fn serve_with(settings: Settings, args: &ServeArgs, token_env: Option<String>) -> Result<()> {
     let app = app::build(&settings).await?;
-    let token_env = args
-        .token_env
-        .clone()
-        .or_else(|| settings.config.auth.token_env.clone());
+    let token_env = token_env.or_else(|| settings.config.auth.token_env.clone());
     let token = match &token_env {
         Some(var) => match std::env::var(var) {
             Ok(t) if !t.is_empty() => Some(Arc::new(t)),

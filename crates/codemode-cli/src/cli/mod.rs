@@ -1,6 +1,7 @@
 //! The command line: `serve` and the commands that work on the same database.
 
 mod output;
+mod remote;
 
 use crate::app::{self, CommonArgs, Settings};
 use crate::serve::{self, ServeArgs};
@@ -22,6 +23,10 @@ pub struct Cli {
     /// Print JSON instead of human-readable text.
     #[arg(long, global = true)]
     json: bool,
+    /// A running `codemode serve` (http://HOST:PORT): run, pending, approve, reject, rollback,
+    /// executions and show go through its HTTP API instead of the database (token: --token-env).
+    #[arg(long, global = true, value_name = "URL")]
+    server: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -151,10 +156,14 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         serve::wrap(&cli.common, &name, command).await?;
         return Ok(ExitCode::SUCCESS);
     }
+    let out = output::Printer { json: cli.json };
+    if let Some(server) = &cli.server {
+        let remote = remote::Remote::new(server, cli.common.token_env.as_deref())?;
+        return remote_dispatch(&remote, &out, cli.json, cli.command).await;
+    }
     let settings = Settings::load(&cli.common)?;
     let app = app::build(&settings).await?;
     let rt = app.runtime;
-    let out = output::Printer { json: cli.json };
     match cli.command {
         Command::Serve(_) | Command::Wrap { .. } => unreachable!("handled above"),
         Command::Run { file, code } => {
@@ -251,6 +260,69 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
                 &format!("deleted {n} execution(s)"),
             );
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The commands that `--server` sends to a running server.
+async fn remote_dispatch(
+    remote: &remote::Remote,
+    out: &output::Printer,
+    json: bool,
+    command: Command,
+) -> Result<ExitCode> {
+    match command {
+        Command::Run { file, code } => {
+            let code = read_code(file, code)?;
+            let mut outcome = remote.call(&code).await?;
+            out.outcome(&outcome);
+            while let Outcome::Paused {
+                execution_id,
+                pending,
+            } = &outcome
+            {
+                if json || !interactive() {
+                    break;
+                }
+                let Some(first) = pending.first() else { break };
+                match ask(&format!(
+                    "approve {}.{}({})? [y]es / [r]eject / anything else leaves it paused: ",
+                    first.connector, first.method, first.args
+                ))? {
+                    Answer::Yes => {
+                        outcome = remote.approve(execution_id).await?;
+                        out.outcome(&outcome);
+                    }
+                    Answer::Reject => {
+                        remote.reject(execution_id, first.seq).await?;
+                        println!("rejected; the execution is now rejected");
+                        return Ok(ExitCode::from(2));
+                    }
+                    Answer::Later => break,
+                }
+            }
+            return Ok(exit_for(&outcome));
+        }
+        Command::Pending => out.pending(&remote.pending().await?),
+        Command::Approve { id } => {
+            let outcome = remote.approve(&id).await?;
+            out.outcome(&outcome);
+            return Ok(exit_for(&outcome));
+        }
+        Command::Reject { id, seq } => {
+            let v = remote.reject(&id, seq).await?;
+            out.value(
+                &v,
+                &format!("rejected action {seq} of {id}; the execution is now rejected"),
+            );
+        }
+        Command::Rollback { id } => out.rollback(&remote.rollback(&id).await?),
+        Command::Executions { limit } => out.executions(&remote.executions(limit).await?),
+        Command::Show { id } => out.execution(&remote.execution(&id).await?),
+        _ => bail!(
+            "with --server only run, pending, approve, reject, rollback, executions and show are available; \
+             drop --server (and pass --store) for the others"
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }
