@@ -2,9 +2,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::ffi::CString;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
@@ -14,7 +15,9 @@ use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
-use rquickjs::{Context, Ctx, Exception, Function, Object, Promise, Runtime, TypedArray, Value};
+use rquickjs::{
+    qjs, Context, Ctx, Exception, FromJs, Function, Object, Promise, Runtime, TypedArray, Value,
+};
 
 use crate::globals::check_namespaces;
 use crate::normalize::{normalize, Normalized, CODE_FILE};
@@ -23,6 +26,8 @@ use crate::report::{describe, SNIPPET_FILE};
 use crate::values::{decode_bytes, encode_bytes, may_hold_envelope};
 
 const GLUE: &str = include_str!("glue.js");
+/// The file name of the glue script in stack traces.
+const GLUE_FILE: &str = "sandbox.js";
 /// Where a fresh context keeps the compiled glue until the pass takes it (before any model code).
 const GLUE_KEY: &str = "__codemode_glue";
 /// The SDK methods, in the order their call ids follow the connector methods.
@@ -50,11 +55,94 @@ impl Fresh {
         runtime.set_max_stack_size(options.max_stack_size);
         let context = Context::full(&runtime)?;
         context.with(|ctx| -> rquickjs::Result<()> {
-            let glue: Function = ctx.eval_with_options(GLUE, script_options("sandbox.js"))?;
+            let glue = match glue_bytecode() {
+                Some(bytes) => load_glue(&ctx, bytes)?,
+                None => ctx.eval_with_options(GLUE, script_options(GLUE_FILE))?,
+            };
             ctx.globals().set(GLUE_KEY, glue)
         })?;
         Ok(Fresh { runtime, context })
     }
+}
+
+/// The glue script compiled to QuickJS bytecode, once per process: loading it in a fresh
+/// context costs a fraction of compiling it there. `None` if compiling failed, in which case
+/// every context compiles the source (and reports the error).
+fn glue_bytecode() -> Option<&'static [u8]> {
+    static BYTECODE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+    BYTECODE.get_or_init(compile_glue).as_deref()
+}
+
+fn compile_glue() -> Option<Vec<u8>> {
+    let runtime = Runtime::new().ok()?;
+    let context = Context::full(&runtime).ok()?;
+    let source = CString::new(GLUE).ok()?;
+    let file = CString::new(GLUE_FILE).ok()?;
+    context.with(|ctx| {
+        let raw = ctx.as_raw().as_ptr();
+        let flags =
+            qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
+        // SAFETY: `source` is NUL-terminated and outlives the call; the compiled function is
+        // owned by `compiled`, which frees it.
+        let compiled = unsafe {
+            Value::from_raw(
+                ctx.clone(),
+                qjs::JS_Eval(
+                    raw,
+                    source.as_ptr(),
+                    GLUE.len() as _,
+                    file.as_ptr(),
+                    flags as i32,
+                ),
+            )
+        };
+        if compiled.is_exception() {
+            let _ = ctx.catch();
+            return None;
+        }
+        let mut len: qjs::size_t = 0;
+        // SAFETY: `compiled` is a live value of this context; the buffer is copied, then freed
+        // with the context's allocator.
+        unsafe {
+            let buf = qjs::JS_WriteObject(
+                raw,
+                &mut len,
+                compiled.as_raw(),
+                qjs::JS_WRITE_OBJ_BYTECODE as i32,
+            );
+            if buf.is_null() {
+                let _ = ctx.catch();
+                return None;
+            }
+            let bytes = std::slice::from_raw_parts(buf, len as usize).to_vec();
+            qjs::js_free(raw, buf.cast());
+            Some(bytes)
+        }
+    })
+}
+
+/// Runs the compiled glue script in `ctx`; its value is the glue function.
+fn load_glue<'js>(ctx: &Ctx<'js>, bytes: &[u8]) -> rquickjs::Result<Function<'js>> {
+    let raw = ctx.as_raw().as_ptr();
+    // SAFETY: `bytes` was written by `JS_WriteObject` of this QuickJS build in this process;
+    // `JS_ReadObject` copies what it needs, and `JS_EvalFunction` takes ownership of the
+    // function it returns.
+    let value = unsafe {
+        let function = qjs::JS_ReadObject(
+            raw,
+            bytes.as_ptr(),
+            bytes.len() as _,
+            qjs::JS_READ_OBJ_BYTECODE as i32,
+        );
+        if qjs::JS_IsException(function) {
+            return Err(rquickjs::Error::Exception);
+        }
+        Value::from_raw(ctx.clone(), qjs::JS_EvalFunction(raw, function))
+    };
+    if value.is_exception() {
+        return Err(rquickjs::Error::Exception);
+    }
+    Function::from_js(ctx, value)
 }
 
 /// One pass to run, as handed to a sandbox thread.
@@ -239,8 +327,9 @@ fn failed(message: impl Into<String>, logs: Vec<String>) -> ExecuteResult {
     }
 }
 
-/// Runs one pass on the current thread, in `fresh`, which is dropped afterwards.
-pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> ExecuteResult {
+/// Runs one pass on the current thread, in `fresh`. The runtime is handed back, spent, so the
+/// caller can send the result before paying for freeing it; it must never run code again.
+pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
     let PassJob {
         request,
         host,
@@ -249,11 +338,11 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> ExecuteResult {
         options,
     } = job;
     if let Err(e) = check_namespaces(&request.namespaces) {
-        return failed(e.to_string(), Vec::new());
+        return (failed(e.to_string(), Vec::new()), fresh);
     }
     let normalized = match normalize(&request.code, options.max_code_bytes) {
         Ok(n) => n,
-        Err(e) => return failed(e.to_string(), Vec::new()),
+        Err(e) => return (failed(e.to_string(), Vec::new()), fresh),
     };
     let deadline = Instant::now() + options.wall_time;
     let stop = Arc::new(StopFlag::default());
@@ -285,9 +374,9 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> ExecuteResult {
         stop: &stop,
     };
     let result = fresh.context.with(|ctx| driver.run(ctx, host));
-    fresh.runtime.set_interrupt_handler(None);
-    drop(fresh);
-    result
+    // Anything the model's code left queued never runs: the runtime is only freed from here on.
+    fresh.runtime.set_interrupt_handler(Some(Box::new(|| true)));
+    (result, fresh)
 }
 
 struct Driver<'a> {
