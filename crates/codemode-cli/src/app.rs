@@ -144,9 +144,12 @@ pub struct App {
     pub store_flag: String,
 }
 
-/// Opens the store, starts the connectors and builds the runtime.
-pub async fn build(settings: &Settings) -> Result<App> {
-    let (store, tasks, store_label, store_flag): (Arc<dyn Store>, _, _, _) = match &settings.store {
+/// The store, the demo's tables on it (when the demo is on), and how to show and reach it.
+pub type OpenedStore = (Arc<dyn Store>, Option<demo::Tasks>, String, String);
+
+/// Opens the store named by the settings (and the demo's tables on it when the demo is on).
+pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
+    Ok(match &settings.store {
         StoreUrl::Sqlite(db_path) => {
             if let Some(dir) = db_path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)
@@ -161,7 +164,7 @@ pub async fn build(settings: &Settings) -> Result<App> {
             let abs = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.clone());
             let label = show_path(&abs);
             let flag = format!("--store sqlite:{label}");
-            (Arc::new(store), tasks, label, flag)
+            (Arc::new(store) as Arc<dyn Store>, tasks, label, flag)
         }
         StoreUrl::Postgres(url) => {
             let shown = codemode_postgres::redact(url);
@@ -175,9 +178,13 @@ pub async fn build(settings: &Settings) -> Result<App> {
             };
             progress.done();
             let flag = format!("--store {shown}");
-            (Arc::new(store), tasks, shown, flag)
+            (Arc::new(store) as Arc<dyn Store>, tasks, shown, flag)
         }
-    };
+    })
+}
+
+/// The QuickJS executor with the settings' limits.
+pub fn executor(settings: &Settings) -> QuickJsExecutor {
     let mut options = QuickJsOptions::default();
     if let Some(ms) = settings.timeout_ms {
         options = options.with_wall_time(Duration::from_millis(ms));
@@ -185,8 +192,13 @@ pub async fn build(settings: &Settings) -> Result<App> {
     if let Some(mb) = settings.memory_mb {
         options = options.with_memory_limit((mb as usize).saturating_mul(1024 * 1024));
     }
-    let executor = QuickJsExecutor::new(options);
-    let mut builder = Runtime::builder(store, Arc::new(executor));
+    QuickJsExecutor::new(options)
+}
+
+/// Opens the store, starts the connectors and builds the runtime.
+pub async fn build(settings: &Settings) -> Result<App> {
+    let (store, tasks, store_label, store_flag) = open_store(settings).await?;
+    let mut builder = Runtime::builder(store, Arc::new(executor(settings)));
     if let Some(keep) = settings.config.max_executions {
         builder = builder.max_executions(keep);
     }

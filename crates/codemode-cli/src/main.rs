@@ -7,6 +7,7 @@ mod console;
 mod demo;
 mod http;
 mod mcp;
+mod openapi_mcp;
 mod progress;
 mod serve;
 

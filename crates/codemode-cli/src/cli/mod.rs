@@ -44,6 +44,9 @@ enum Command {
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
+    /// Serve an OpenAPI API as two MCP tools over stdio: `search` (code over the document) and
+    /// `execute` (code that calls the API, authenticated host-side).
+    Openapi(crate::openapi_mcp::OpenApiArgs),
     /// Run code as a new execution: `run FILE`, `run -e CODE` or `run -` (stdin).
     Run {
         /// A file of code, or `-` for stdin.
@@ -156,6 +159,10 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         serve::wrap(&cli.common, &name, command).await?;
         return Ok(ExitCode::SUCCESS);
     }
+    if let Command::Openapi(args) = &cli.command {
+        crate::openapi_mcp::run(&cli.common, args).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let out = output::Printer { json: cli.json };
     if let Some(server) = &cli.server {
         let remote = remote::Remote::new(server, cli.common.token_env.as_deref())?;
@@ -165,7 +172,9 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let app = app::build(&settings).await?;
     let rt = app.runtime;
     match cli.command {
-        Command::Serve(_) | Command::Wrap { .. } => unreachable!("handled above"),
+        Command::Serve(_) | Command::Wrap { .. } | Command::Openapi(_) => {
+            unreachable!("handled above")
+        }
         Command::Run { file, code } => {
             let code = read_code(file, code)?;
             let mut outcome = rt.call(&code).await?;

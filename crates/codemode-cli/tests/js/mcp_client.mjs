@@ -1,5 +1,6 @@
 // An MCP client on the official TypeScript SDK: lists the tools of a codemode server and
-// calls the `codemode` tool once per code argument, printing one JSON document.
+// calls the `codemode` tool (or the tool named by an "@TOOL " prefix) once per code argument,
+// printing one JSON document.
 // usage: node mcp_client.mjs FIXTURES_DIR stdio BIN [ARGS...] -- CODE...
 //        node mcp_client.mjs FIXTURES_DIR http URL -- CODE...
 import { pathToFileURL } from "node:url";
@@ -16,7 +17,9 @@ const { Client } = await sdk("client/index.js");
 let transport;
 if (mode === "stdio") {
   const { StdioClientTransport } = await sdk("client/stdio.js");
-  transport = new StdioClientTransport({ command: target[0], args: target.slice(1), stderr: "inherit" });
+  // PASS_ENV=1: the server sees this process's whole environment (e.g. a token variable).
+  const env = process.env.PASS_ENV ? { ...process.env } : undefined;
+  transport = new StdioClientTransport({ command: target[0], args: target.slice(1), stderr: "inherit", env });
 } else {
   const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
   transport = new StreamableHTTPClientTransport(new URL(target[0]));
@@ -38,8 +41,11 @@ if (elicit) {
 await client.connect(transport);
 const { tools } = await client.listTools();
 const calls = [];
-for (const code of codes) {
-  calls.push(await client.callTool({ name: "codemode", arguments: { code } }));
+for (const arg of codes) {
+  // "@TOOL CODE" calls another tool than `codemode` (e.g. `search`, `execute`).
+  const m = arg.match(/^@(\w+) ([\s\S]*)$/);
+  const [name, code] = m ? [m[1], m[2]] : ["codemode", arg];
+  calls.push(await client.callTool({ name, arguments: { code } }));
 }
 await client.close();
 console.log(JSON.stringify({ tools, calls, asked }));
