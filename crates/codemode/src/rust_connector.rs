@@ -14,9 +14,11 @@ type ExecuteFn =
 type RevertFn = Arc<
     dyn Fn(Value, Value, CallContext) -> BoxFuture<'static, Result<(), ToolError>> + Send + Sync,
 >;
-type PassEndFn = Arc<dyn Fn(String, PassEndStatus) -> BoxFuture<'static, Result<(), ToolError>> + Send + Sync>;
-type DisposeFn =
-    Arc<dyn Fn(String, ExecutionEndStatus) -> BoxFuture<'static, Result<(), ToolError>> + Send + Sync>;
+type PassEndFn =
+    Arc<dyn Fn(String, PassEndStatus) -> BoxFuture<'static, Result<(), ToolError>> + Send + Sync>;
+type DisposeFn = Arc<
+    dyn Fn(String, ExecutionEndStatus) -> BoxFuture<'static, Result<(), ToolError>> + Send + Sync,
+>;
 
 /// One tool of a [`RustConnector`]: its spec and its closures.
 #[derive(Clone)]
@@ -172,7 +174,12 @@ impl Connector for RustConnector {
         self.tools.iter().map(RustTool::resolved_spec).collect()
     }
 
-    async fn execute(&self, method: &str, args: Value, ctx: CallContext) -> Result<Value, ToolError> {
+    async fn execute(
+        &self,
+        method: &str,
+        args: Value,
+        ctx: CallContext,
+    ) -> Result<Value, ToolError> {
         let run = self.find(method)?.execute.clone();
         run(args, ctx).await
     }
@@ -190,7 +197,11 @@ impl Connector for RustConnector {
         }
     }
 
-    async fn on_pass_end(&self, execution_id: &str, status: PassEndStatus) -> Result<(), ToolError> {
+    async fn on_pass_end(
+        &self,
+        execution_id: &str,
+        status: PassEndStatus,
+    ) -> Result<(), ToolError> {
         match &self.on_pass_end {
             Some(hook) => hook(execution_id.to_string(), status).await,
             None => Ok(()),

@@ -39,8 +39,7 @@ pub fn canonical_eq(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x
-                    .iter()
+                && x.iter()
                     .all(|(k, v)| y.get(k).is_some_and(|w| canonical_eq(v, w)))
         }
         _ => a == b,
@@ -95,7 +94,10 @@ mod tests {
 
     #[test]
     fn canonical_equality_ignores_key_order_and_number_form() {
-        assert!(canonical_eq(&json!({"a": 1, "b": [1.0, "x"]}), &json!({"b": [1, "x"], "a": 1.0})));
+        assert!(canonical_eq(
+            &json!({"a": 1, "b": [1.0, "x"]}),
+            &json!({"b": [1, "x"], "a": 1.0})
+        ));
         assert!(!canonical_eq(&json!({"a": 1}), &json!({"a": 2})));
         assert!(!canonical_eq(&json!({"a": 1}), &json!({"a": 1, "b": null})));
         assert!(!canonical_eq(&json!([1, 2]), &json!([2, 1])));
@@ -112,13 +114,19 @@ mod tests {
     #[test]
     fn truncation_keeps_small_values_and_marks_cut_ones() {
         let small = json!({"a": [1, 2, 3]});
-        assert_eq!(truncate_result(small.clone(), TruncateOptions::default()), small);
+        assert_eq!(
+            truncate_result(small.clone(), TruncateOptions::default()),
+            small
+        );
         let big = json!({"text": "x".repeat(30_000)});
         let cut = truncate_result(big, TruncateOptions::default());
         let s = cut.as_str().unwrap();
         assert!(s.len() < 24_200);
         assert!(s.contains("truncated: showing 24000 of"));
-        let opts = TruncateOptions { max_chars: Some(10), max_tokens: None };
+        let opts = TruncateOptions {
+            max_chars: Some(10),
+            max_tokens: None,
+        };
         assert!(truncate_text(&"y".repeat(11), opts).starts_with("yyyyyyyyyy\n"));
     }
 }
