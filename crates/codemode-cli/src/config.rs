@@ -22,6 +22,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7357";
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// `sqlite:PATH` (or a bare path) or `postgres://…`; default `sqlite:./codemode.db`.
+    /// Written `store = "…"` or as a table, `[store] url = "…"`.
+    #[serde(default, deserialize_with = "store_setting")]
     pub store: Option<String>,
     /// The HTTP listen address; default `127.0.0.1:7357`.
     pub listen: Option<String>,
@@ -373,6 +375,35 @@ impl StoreUrl {
     }
 }
 
+/// Reads `store = "URL"` or `[store] url = "URL"`.
+fn store_setting<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    struct StoreVisitor;
+    impl<'de> serde::de::Visitor<'de> for StoreVisitor {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a store URL string, or a table with `url`")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(v.to_string()))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut url = None;
+            while let Some(key) = map.next_key::<String>()? {
+                if key != "url" {
+                    return Err(serde::de::Error::unknown_field(&key, &["url"]));
+                }
+                url = Some(map.next_value::<String>()?);
+            }
+            url.map(Some)
+                .ok_or_else(|| serde::de::Error::missing_field("url"))
+        }
+    }
+    d.deserialize_any(StoreVisitor)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -424,6 +455,19 @@ mod tests {
             .resolve("connectors.gh.headers.Authorization")
             .unwrap_err();
         assert!(err.to_string().contains("CODEMODE_TEST_SURELY_UNSET"));
+    }
+
+    #[test]
+    fn store_as_a_string_or_a_table() {
+        let c = Config::parse("[store]\nurl = \"postgres://u@h/db\"\n", "c.toml").unwrap();
+        assert_eq!(c.store.as_deref(), Some("postgres://u@h/db"));
+        let c = Config::parse("store = \"sqlite:x.db\"\n", "c.toml").unwrap();
+        assert_eq!(c.store.as_deref(), Some("sqlite:x.db"));
+        let err = format!(
+            "{:#}",
+            Config::parse("[store]\nurll = \"x\"\n", "c.toml").unwrap_err()
+        );
+        assert!(err.contains("url") && err.contains("c.toml"), "{err}");
     }
 
     #[test]
