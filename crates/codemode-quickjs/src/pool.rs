@@ -103,7 +103,7 @@ impl Pool {
             ready: Mutex::new(Vec::new()),
             wanted: Condvar::new(),
             closed: AtomicBool::new(false),
-            target: 2,
+            target: 4,
         });
         let filler = stock.clone();
         let filler_options = options.clone();

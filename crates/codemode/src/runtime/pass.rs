@@ -42,6 +42,17 @@ struct ReplayCursor {
 }
 
 impl ReplayCursor {
+    /// The changed entries for the pass's last commit, moved out of the log: no call reads
+    /// the log once the sandbox has finished.
+    fn take_dirty_final(&mut self) -> Vec<LogEntry> {
+        let mut seqs = std::mem::take(&mut self.dirty);
+        seqs.sort_unstable();
+        seqs.dedup();
+        seqs.into_iter()
+            .filter_map(|s| self.log.remove(&s))
+            .collect()
+    }
+
     fn take_dirty(&mut self) -> Vec<LogEntry> {
         let mut seqs = std::mem::take(&mut self.dirty);
         seqs.sort_unstable();
@@ -55,6 +66,24 @@ impl ReplayCursor {
     fn set(&mut self, entry: LogEntry) {
         self.dirty.push(entry.seq);
         self.track(entry);
+    }
+
+    /// Changes the recorded entry `seq` in place and marks it for the next commit; a
+    /// transition outside the table stops the pass (the entry keeps its change, as `set` does).
+    fn update(&mut self, seq: u64, change: impl FnOnce(&mut LogEntry)) {
+        let Some(entry) = self.log.get_mut(&seq) else {
+            return;
+        };
+        let from = entry.state;
+        change(entry);
+        let to = entry.state;
+        self.dirty.push(seq);
+        if !note_entry(Some(from), to) {
+            self.stop(Stop::Fail(format!(
+                "internal error: log entry {seq} cannot go from {:?} to {to}; the pass was stopped to keep the log consistent",
+                Some(from)
+            )));
+        }
     }
 
     /// Records `entry` in memory only; a transition outside the table stops the pass.
@@ -102,23 +131,32 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
         namespaces: inner.registry.namespaces(),
     };
     let result = inner.executor.execute(request, host.clone()).await;
-    let (entries, stop, log) = {
+    let (entries, stop, paused) = {
         let mut cursor = host.cursor.lock().unwrap_or_else(|e| e.into_inner());
-        let entries = cursor.take_dirty();
-        (entries, cursor.stop.clone(), cursor.log.clone())
+        let stop = cursor.stop.clone();
+        // The pending action is read before the final take moves the entries out.
+        let paused = match &stop {
+            Some(Stop::Pause(seq)) => cursor.log.get(seq).map(|entry| PendingAction {
+                execution_id: id.clone(),
+                seq: *seq,
+                connector: entry.connector.clone(),
+                method: entry.method.clone(),
+                args: entry.args.clone(),
+            }),
+            _ => None,
+        };
+        (cursor.take_dirty_final(), stop, paused)
     };
     let logs = result.logs;
     let now = now_ms();
     let (transition, outcome) = match (stop, result.end) {
         (Some(Stop::Pause(seq)), _) => {
-            let entry = &log[&seq];
-            let pending = vec![PendingAction {
-                execution_id: id.clone(),
-                seq,
-                connector: entry.connector.clone(),
-                method: entry.method.clone(),
-                args: entry.args.clone(),
-            }];
+            let Some(action) = paused else {
+                return Err(RuntimeError::Store(crate::StoreError::Backend(format!(
+                    "internal error: the paused entry {seq} is missing from the pass's log"
+                ))));
+            };
+            let pending = vec![action];
             let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Paused, now);
             t.logs = Some(logs);
             (
@@ -367,35 +405,41 @@ impl PassHost {
         if cursor.stop.is_some() {
             return HostReply::Abort;
         }
-        let Some(mut entry) = cursor.log.get(&seq).cloned() else {
+        let Some(entry) = cursor.log.get(&seq) else {
             return HostReply::Abort;
         };
         match outcome {
             Ok(result) => {
-                entry.state = EntryState::Applied;
-                entry.error = None;
-                if !entry.ephemeral {
+                let keep = if entry.ephemeral {
+                    None
+                } else {
                     let size = serialized_len(&result);
                     if size > MAX_DURABLE_VALUE_CHARS {
-                        drop(cursor);
-                        return self.abort(Stop::Fail(oversized(
-                            &format!(
-                                "the result of {}.{} (seq {seq})",
-                                entry.connector, entry.method
-                            ),
-                            size,
-                        )));
+                        let what = format!(
+                            "the result of {}.{} (seq {seq})",
+                            entry.connector, entry.method
+                        );
+                        cursor.stop(Stop::Fail(oversized(&what, size)));
+                        return HostReply::Abort;
                     }
-                    entry.result = Some(result.clone());
-                }
-                cursor.set(entry);
+                    Some(result.clone())
+                };
+                cursor.update(seq, |entry| {
+                    entry.state = EntryState::Applied;
+                    entry.error = None;
+                    if keep.is_some() {
+                        entry.result = keep;
+                    }
+                });
                 HostReply::Value(result)
             }
             Err(error) => {
-                entry.state = EntryState::Error;
-                entry.error = Some(error.0.clone());
-                cursor.set(entry);
-                HostReply::Throw(error.0)
+                let message = error.0;
+                cursor.update(seq, |entry| {
+                    entry.state = EntryState::Error;
+                    entry.error = Some(message.clone());
+                });
+                HostReply::Throw(message)
             }
         }
     }
