@@ -65,9 +65,7 @@ pub(crate) fn commit(
         // Dropping the transaction rolls it back: nothing was written.
         return Ok(false);
     }
-    for entry in &commit.entries {
-        upsert_entry(&tx, loc, runtime, id, entry)?;
-    }
+    upsert_entries(&tx, loc, runtime, id, &commit.entries)?;
     tx.commit(loc)?;
     Ok(true)
 }
@@ -103,34 +101,40 @@ fn transition(
     Ok(changed == 1)
 }
 
-/// Inserts or replaces one log entry by seq.
-pub(crate) fn upsert_entry(
+/// Inserts or replaces log entries by seq, on one statement (looked up in the statement cache
+/// once, not once per entry).
+pub(crate) fn upsert_entries(
     conn: &Connection,
     loc: &str,
     runtime: &str,
     execution_id: &str,
-    entry: &LogEntry,
+    entries: &[LogEntry],
 ) -> Result<(), StoreError> {
-    let seq = seq_to_sql(entry.seq)?;
-    let args = json(&entry.args)?;
-    let result = entry.result.as_ref().map(json).transpose()?;
-    conn.prepare_cached(UPSERT_ENTRY)
-        .and_then(|mut s| {
-            s.execute(params![
-                runtime,
-                execution_id,
-                seq,
-                entry.connector,
-                entry.method,
-                args,
-                result,
-                entry.error,
-                entry.requires_approval,
-                entry.ephemeral,
-                entry.state.as_str(),
-            ])
-        })
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut stmt = conn
+        .prepare_cached(UPSERT_ENTRY)
         .ctx(loc, "writing a log entry")?;
+    for entry in entries {
+        let seq = seq_to_sql(entry.seq)?;
+        let args = json(&entry.args)?;
+        let result = entry.result.as_ref().map(json).transpose()?;
+        stmt.execute(params![
+            runtime,
+            execution_id,
+            seq,
+            entry.connector,
+            entry.method,
+            args,
+            result,
+            entry.error,
+            entry.requires_approval,
+            entry.ephemeral,
+            entry.state.as_str(),
+        ])
+        .ctx(loc, "writing a log entry")?;
+    }
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 use crate::codec::{
     json, json_strings, status, Ctx, RawEntry, RawExecution, ENTRY_COLUMNS, EXECUTION_COLUMNS,
 };
-use crate::commit::upsert_entry;
+use crate::commit::upsert_entries;
 use crate::tx::Tx;
 use codemode::{Execution, ExecutionStatus, Lease, LogEntry, PendingAction, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -63,9 +63,7 @@ pub(crate) fn insert(
         }
         other => other.ctx(loc, "inserting an execution")?,
     };
-    for entry in &execution.log {
-        upsert_entry(&tx, loc, runtime, &execution.id, entry)?;
-    }
+    upsert_entries(&tx, loc, runtime, &execution.id, &execution.log)?;
     let pruned = prune_in(&tx, loc, runtime, keep)?;
     tx.commit(loc)?;
     Ok(pruned)
