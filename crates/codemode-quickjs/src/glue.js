@@ -1,7 +1,12 @@
-// Installs the sandbox's globals. Evaluated once per pass, before the model's code; the
-// helpers it returns stay in this closure and are not reachable from the model's code.
-(function (host, b64encode, b64decode, sink, spec, sdkName, sdk) {
+// Installs the sandbox's globals. Called when a fresh context is made (before any pass):
+// `console` and the SDK are installed then; `start`, called once by the pass before the
+// model's code, binds the host and the console sink and installs the connector namespaces.
+// The helpers it returns stay in this closure and are not reachable from the model's code.
+(function (b64encode, b64decode, sdkName) {
   "use strict";
+  let host = null;
+  let sink = null;
+  let sdk = null;
   const g = globalThis;
   const stringify = JSON.stringify;
   const parse = JSON.parse;
@@ -118,19 +123,6 @@
   }
   install("console", consoleObject);
 
-  for (const [name, methods] of spec) {
-    const ns = {};
-    for (const [method, id] of methods) {
-      defineProperty(ns, method, {
-        value: function (args) {
-          return host(id, encode(args === undefined ? {} : args));
-        },
-        enumerable: true,
-      });
-    }
-    install(name, ns);
-  }
-
   install(sdkName, {
     search(query) {
       return host(sdk.search, encode({ query }));
@@ -160,5 +152,23 @@
     },
   });
 
-  return { encode, revive, show };
+  function start(hostFn, sinkFn, spec, sdkIds) {
+    host = hostFn;
+    sink = sinkFn;
+    sdk = sdkIds;
+    for (const [name, methods] of spec) {
+      const ns = {};
+      for (const [method, id] of methods) {
+        defineProperty(ns, method, {
+          value: function (args) {
+            return host(id, encode(args === undefined ? {} : args));
+          },
+          enumerable: true,
+        });
+      }
+      install(name, ns);
+    }
+  }
+
+  return { encode, revive, show, start };
 })

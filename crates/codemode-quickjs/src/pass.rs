@@ -48,7 +48,8 @@ pub(crate) struct Fresh {
 
 impl Fresh {
     /// Creates a runtime with the limits of `options`, a context with the standard built-ins,
-    /// and the compiled glue script (compiling it is most of the cost of a pass).
+    /// and the glue script run from its bytecode, with `console` and the SDK installed. The
+    /// pass binds the host and installs the connector namespaces before the model's code.
     pub(crate) fn new(options: &QuickJsOptions) -> rquickjs::Result<Fresh> {
         let runtime = Runtime::new()?;
         runtime.set_memory_limit(options.memory_limit);
@@ -59,10 +60,33 @@ impl Fresh {
                 Some(bytes) => load_glue(&ctx, bytes)?,
                 None => ctx.eval_with_options(GLUE, script_options(GLUE_FILE))?,
             };
-            ctx.globals().set(GLUE_KEY, glue)
+            let (b64encode, b64decode) = base64_functions(&ctx)?;
+            // `console` and the SDK are installed now, off the pass's path; the helpers wait
+            // in a global that the pass removes before any model code runs.
+            let helpers: Object = glue.call((b64encode, b64decode, SDK_NAMESPACE))?;
+            ctx.globals().set(GLUE_KEY, helpers)
         })?;
         Ok(Fresh { runtime, context })
     }
+}
+
+/// The base64 functions the glue uses for `Uint8Array` envelopes.
+fn base64_functions<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<(Function<'js>, Function<'js>)> {
+    let b64encode = Function::new(ctx.clone(), |bytes: TypedArray<'js, u8>| {
+        // SAFETY: the slice is copied before any JavaScript runs again.
+        let text = unsafe { bytes.as_bytes() }.map(encode_bytes);
+        text.unwrap_or_default()
+    })?;
+    let b64decode = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, text: String| -> rquickjs::Result<Value<'js>> {
+            match decode_bytes(&text) {
+                Some(bytes) => Ok(TypedArray::<u8>::new(ctx, bytes)?.into_value()),
+                None => Ok(Value::new_null(ctx)),
+            }
+        },
+    )?;
+    Ok((b64encode, b64decode))
 }
 
 /// The glue script compiled to QuickJS bytecode, once per process: loading it in a fresh
@@ -444,20 +468,6 @@ impl Driver<'_> {
             ctx.clone(),
             move |ctx: Ctx<'js>, level: String, line: String| log_state.log(ctx, level, line),
         )?;
-        let b64encode = Function::new(ctx.clone(), |bytes: TypedArray<'js, u8>| {
-            // SAFETY: the slice is copied before any JavaScript runs again.
-            let text = unsafe { bytes.as_bytes() }.map(encode_bytes);
-            text.unwrap_or_default()
-        })?;
-        let b64decode = Function::new(
-            ctx.clone(),
-            |ctx: Ctx<'js>, text: String| -> rquickjs::Result<Value<'js>> {
-                match decode_bytes(&text) {
-                    Some(bytes) => Ok(TypedArray::<u8>::new(ctx, bytes)?.into_value()),
-                    None => Ok(Value::new_null(ctx)),
-                }
-            },
-        )?;
         let spec = rquickjs::Array::new(ctx.clone())?;
         let mut id = 0usize;
         for (i, ns) in self.request.namespaces.iter().enumerate() {
@@ -479,17 +489,10 @@ impl Driver<'_> {
             sdk.set(*m, sdk_base + k)?;
         }
         let globals = ctx.globals();
-        let glue: Function = globals.get(GLUE_KEY)?;
+        let helpers: Object = globals.get(GLUE_KEY)?;
         globals.remove(GLUE_KEY)?;
-        let helpers: Object = glue.call((
-            host_fn,
-            b64encode,
-            b64decode,
-            sink,
-            spec,
-            SDK_NAMESPACE,
-            sdk,
-        ))?;
+        let start: Function = helpers.get("start")?;
+        start.call::<_, ()>((host_fn, sink, spec, sdk))?;
         Ok(Helpers {
             encode: helpers.get("encode")?,
             revive: helpers.get("revive")?,
