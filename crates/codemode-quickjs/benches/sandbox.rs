@@ -158,7 +158,7 @@ async fn bench() {
         back_to_back.push(time_one(&executor, "async () => 1", fast.clone()).await);
     }
     println!(
-        "  back to back (the stock runs dry; runtime creation on the hot path): median {:?}",
+        "  back to back (the stock refills while passes run): median {:?}",
         median(back_to_back)
     );
 
