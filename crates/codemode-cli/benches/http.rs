@@ -1,10 +1,16 @@
 //! Medians through HTTP on loopback with a keep-alive client, against `codemode serve`.
 //! Run: cargo bench -p codemode-cli --bench http
+//!
+//! The client is a plain HTTP/1.1 connection on a blocking socket (keep-alive, no pooling,
+//! no async runtime), so the figures are the server's latency plus one loopback round trip.
 
 #[path = "../tests/common/mod.rs"]
+#[allow(dead_code)]
 mod common;
 
 use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -16,27 +22,69 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
 
-async fn run(c: &reqwest::Client, base: &str, code: &str) -> Value {
-    c.post(format!("{base}/api/run"))
-        .json(&json!({ "code": code }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+/// One keep-alive HTTP/1.1 connection.
+struct Connection {
+    host: String,
+    writer: TcpStream,
+    reader: BufReader<TcpStream>,
 }
 
-#[tokio::main]
-async fn main() {
+impl Connection {
+    fn open(base: &str) -> Connection {
+        let host = base
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        let stream = TcpStream::connect(&host).unwrap();
+        stream.set_nodelay(true).unwrap();
+        Connection {
+            host,
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            writer: stream,
+        }
+    }
+
+    fn post(&mut self, path: &str, body: &Value) -> Value {
+        let body = body.to_string();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            self.host,
+            body.len()
+        );
+        self.writer.write_all(request.as_bytes()).unwrap();
+        let mut length = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).unwrap();
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+        }
+        let mut buf = vec![0; length];
+        self.reader.read_exact(&mut buf).unwrap();
+        serde_json::from_slice(&buf).unwrap()
+    }
+
+    fn run(&mut self, code: &str) -> Value {
+        self.post("/api/run", &json!({ "code": code }))
+    }
+}
+
+fn main() {
     let iterations: usize = std::env::var("CODEMODE_BENCH_N")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
     let dir = tempfile::tempdir().unwrap();
     let server = common::serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
-    let base = server.base.clone();
-    let c = common::client();
+    let mut c = Connection::open(&server.base);
 
     let cases: [(&str, &str); 3] = [
         ("async () => 1", "async () => 1"),
@@ -52,12 +100,12 @@ async fn main() {
     println!("codemode over HTTP (keep-alive, loopback), median of {iterations}:");
     for (name, code) in cases {
         for _ in 0..10 {
-            assert_eq!(run(&c, &base, code).await["status"], "completed");
+            assert_eq!(c.run(code)["status"], "completed");
         }
         let mut times = Vec::with_capacity(iterations);
         for _ in 0..iterations {
             let t = Instant::now();
-            let out = run(&c, &base, code).await;
+            let out = c.run(code);
             times.push(t.elapsed());
             assert_eq!(out["status"], "completed", "{out}");
         }
@@ -68,16 +116,9 @@ async fn main() {
     let mut times = Vec::with_capacity(iterations);
     for i in 0..iterations + 10 {
         let t = Instant::now();
-        let paused = run(&c, &base, code).await;
-        let id = paused["executionId"].as_str().unwrap();
-        let done: Value = c
-            .post(format!("{base}/api/executions/{id}/approve"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let paused = c.run(code);
+        let id = paused["executionId"].as_str().unwrap().to_string();
+        let done = c.post(&format!("/api/executions/{id}/approve"), &json!({}));
         if i >= 10 {
             times.push(t.elapsed());
         }
