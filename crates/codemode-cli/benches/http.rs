@@ -5,7 +5,6 @@
 //! no async runtime), so the figures are the server's latency plus one loopback round trip.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use serde_json::{json, Value};
