@@ -11,6 +11,7 @@ pub mod error;
 mod executor;
 pub mod fences;
 pub mod globals;
+mod memory;
 pub mod normalize;
 mod options;
 mod pass;

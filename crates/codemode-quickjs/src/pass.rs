@@ -20,6 +20,7 @@ use rquickjs::{
 };
 
 use crate::globals::check_namespaces;
+use crate::memory::{CountingAllocator, MemoryGauge};
 use crate::normalize::{normalize, Normalized, CODE_FILE};
 use crate::options::QuickJsOptions;
 use crate::report::{describe, SNIPPET_FILE};
@@ -44,6 +45,7 @@ const SDK_METHODS: [&str; 6] = [
 pub(crate) struct Fresh {
     runtime: Runtime,
     context: Context,
+    memory: MemoryGauge,
 }
 
 impl Fresh {
@@ -51,8 +53,11 @@ impl Fresh {
     /// and the glue script run from its bytecode, with `console` and the SDK installed. The
     /// pass binds the host and installs the connector namespaces before the model's code.
     pub(crate) fn new(options: &QuickJsOptions) -> rquickjs::Result<Fresh> {
-        let runtime = Runtime::new()?;
-        runtime.set_memory_limit(options.memory_limit);
+        let memory = MemoryGauge::default();
+        let limit = options.memory_limit;
+        let runtime = Runtime::new_with_alloc(CountingAllocator::new(memory.clone(), limit))?;
+        // The allocator enforces `limit`; QuickJS's own check, a little higher, is a backstop.
+        runtime.set_memory_limit(limit.saturating_add(limit / 8));
         runtime.set_max_stack_size(options.max_stack_size);
         let context = Context::full(&runtime)?;
         context.with(|ctx| -> rquickjs::Result<()> {
@@ -66,7 +71,11 @@ impl Fresh {
             let helpers: Object = glue.call((b64encode, b64decode, SDK_NAMESPACE))?;
             ctx.globals().set(GLUE_KEY, helpers)
         })?;
-        Ok(Fresh { runtime, context })
+        Ok(Fresh {
+            runtime,
+            context,
+            memory,
+        })
     }
 }
 
@@ -192,6 +201,7 @@ enum Stop {
     Cancelled = 2,
     Console = 3,
     Aborted = 4,
+    Memory = 5,
 }
 
 /// The stop flag, shared with the interrupt handler.
@@ -211,6 +221,7 @@ impl StopFlag {
             2 => Stop::Cancelled,
             3 => Stop::Console,
             4 => Stop::Aborted,
+            5 => Stop::Memory,
             _ => Stop::Running,
         }
     }
@@ -373,8 +384,13 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
     {
         let stop = stop.clone();
         let cancel = cancel.clone();
+        let memory = fresh.memory.clone();
         fresh.runtime.set_interrupt_handler(Some(Box::new(move || {
             if stop.get() != Stop::Running {
+                return true;
+            }
+            if memory.exhausted() {
+                stop.set(Stop::Memory);
                 return true;
             }
             if cancel.load(Ordering::Relaxed) {
@@ -549,6 +565,10 @@ impl Driver<'_> {
                 self.options.wall_time.as_millis()
             ))),
             Stop::Cancelled => Some(limit("The execution was cancelled by the caller.")),
+            Stop::Memory => Some(limit(&format!(
+                "Memory limit: the code used more than {} MiB and was stopped. Work on smaller pieces of data, or ask the connectors to filter and page their results.",
+                self.options.memory_limit / (1024 * 1024)
+            ))),
             Stop::Console => Some(limit(&format!(
                 "Console limit: the code logged more than {} bytes and was stopped. Log less (counts, summaries), and return data as the result instead.",
                 self.options.max_console_bytes

@@ -110,6 +110,31 @@ async fn memory_is_limited() {
 }
 
 #[tokio::test]
+async fn catching_the_memory_error_does_not_keep_the_code_running() {
+    let executor = QuickJsExecutor::new(
+        QuickJsOptions::default()
+            .with_memory_limit(16 * 1024 * 1024)
+            .with_wall_time(Duration::from_secs(20)),
+    );
+    let code = r#"async () => {
+        const keep = [];
+        for (let round = 0; round < 1000; round++) {
+            try {
+                while (true) keep.push(new Array(100000).fill(round));
+            } catch (e) {
+                console.log("caught " + e.message);
+                keep.length = keep.length > 10 ? keep.length - 10 : 0;
+            }
+        }
+        return "survived";
+    }"#;
+    let result = run_with(&executor, code, TestHost::echo()).await;
+    let message = failure(&result);
+    assert!(message.starts_with("Memory limit"), "{message}");
+    assert!(message.contains("16 MiB"), "{message}");
+}
+
+#[tokio::test]
 async fn a_large_string_hits_the_memory_limit() {
     let executor =
         QuickJsExecutor::new(QuickJsOptions::default().with_memory_limit(8 * 1024 * 1024));
