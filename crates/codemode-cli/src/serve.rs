@@ -85,6 +85,7 @@ async fn serve_with(settings: Settings, args: &ServeArgs, token_env: Option<Stri
     let local = listener.local_addr()?;
     let base = format!("http://{local}");
     eprintln!("codemode serving on {base}");
+    eprintln!("  web console:           {base}/");
     eprintln!("  MCP (Streamable HTTP): {base}/mcp");
     eprintln!("  control API:           {base}/api  (health: {base}/healthz)");
     eprintln!("  store:                 {}", app.store_label);
