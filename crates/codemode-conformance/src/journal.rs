@@ -77,3 +77,44 @@ pub const CRASH_SCRIPT: &str = r#"async () => {
   await ledger.confirm({});
   return [a.key, b.key, c.key];
 }"#;
+
+/// One place a crash test kills a node, and the log the next node must find.
+#[derive(Debug, Clone, Copy)]
+pub struct CrashCase {
+    /// `before` or `after` the write's effect (the child's argument).
+    pub point: &'static str,
+    /// The seq of the write the node dies in.
+    pub seq: u64,
+    /// Entry states the reopened log must show before the take-over.
+    pub states_after_crash: &'static [codemode::EntryState],
+}
+
+/// Every durable point of [`CRASH_SCRIPT`] a crash test kills a node at.
+pub const CRASH_CASES: &[CrashCase] = {
+    use codemode::EntryState::{Applied, Executing};
+    &[
+        // Inside the first write, after its `executing` mark, before its effect.
+        CrashCase {
+            point: "before",
+            seq: 0,
+            states_after_crash: &[Executing],
+        },
+        // Inside the first write, after its effect, before its result is recorded.
+        CrashCase {
+            point: "after",
+            seq: 0,
+            states_after_crash: &[Executing],
+        },
+        // Inside the third write: the first two are `applied` (committed with its mark).
+        CrashCase {
+            point: "before",
+            seq: 2,
+            states_after_crash: &[Applied, Applied, Executing],
+        },
+        CrashCase {
+            point: "after",
+            seq: 2,
+            states_after_crash: &[Applied, Applied, Executing],
+        },
+    ]
+};

@@ -2,56 +2,14 @@
 //! and resumes: nothing applied runs again, an `executing` call re-runs with the same key.
 
 use codemode::{EntryState, ExecutionStatus, Outcome, Runtime};
-use codemode_conformance::journal::{ledger, read_journal, CrashPoint};
+use codemode_conformance::journal::{ledger, read_journal, CrashPoint, CRASH_CASES};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-struct Case {
-    /// Where the child dies.
-    point: &'static str,
-    seq: u64,
-    /// Entry states the reopened log must show before the resume.
-    states_after_crash: &'static [EntryState],
-}
-
-const CASES: &[Case] = &[
-    // Dies inside the first write, after its `executing` mark, before its effect.
-    Case {
-        point: "before",
-        seq: 0,
-        states_after_crash: &[EntryState::Executing],
-    },
-    // Dies inside the first write, after its effect, before its result is recorded.
-    Case {
-        point: "after",
-        seq: 0,
-        states_after_crash: &[EntryState::Executing],
-    },
-    // Dies inside the third write: the first two are `applied` (committed with the third's mark).
-    Case {
-        point: "before",
-        seq: 2,
-        states_after_crash: &[
-            EntryState::Applied,
-            EntryState::Applied,
-            EntryState::Executing,
-        ],
-    },
-    Case {
-        point: "after",
-        seq: 2,
-        states_after_crash: &[
-            EntryState::Applied,
-            EntryState::Applied,
-            EntryState::Executing,
-        ],
-    },
-];
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_node_loses_nothing_and_doubles_nothing() {
-    for case in CASES {
+    for case in CRASH_CASES {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("codemode.db");
         let journal = dir.path().join("journal.txt");

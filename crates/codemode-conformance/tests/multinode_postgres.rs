@@ -5,7 +5,7 @@
 use codemode::{
     CallContext, EntryState, ExecutionStatus, Outcome, Runtime, RustConnector, RustTool, ToolError,
 };
-use codemode_conformance::journal::{ledger, read_journal, CrashPoint};
+use codemode_conformance::journal::{ledger, read_journal, CrashPoint, CRASH_CASES};
 use codemode_postgres::{PostgresStore, ScratchDatabase};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -157,43 +157,6 @@ impl CountByStatus for PostgresStore {
     }
 }
 
-struct CrashCase {
-    point: &'static str,
-    seq: u64,
-    states_after_crash: &'static [EntryState],
-}
-
-const CRASHES: &[CrashCase] = &[
-    CrashCase {
-        point: "before",
-        seq: 0,
-        states_after_crash: &[EntryState::Executing],
-    },
-    CrashCase {
-        point: "after",
-        seq: 0,
-        states_after_crash: &[EntryState::Executing],
-    },
-    CrashCase {
-        point: "before",
-        seq: 2,
-        states_after_crash: &[
-            EntryState::Applied,
-            EntryState::Applied,
-            EntryState::Executing,
-        ],
-    },
-    CrashCase {
-        point: "after",
-        seq: 2,
-        states_after_crash: &[
-            EntryState::Applied,
-            EntryState::Applied,
-            EntryState::Executing,
-        ],
-    },
-];
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_killed_mid_pass_is_collected_by_another() {
     let Some(db) = ScratchDatabase::for_tests("a_node_killed_mid_pass")
@@ -203,7 +166,7 @@ async fn a_node_killed_mid_pass_is_collected_by_another() {
         return;
     };
     let store = Arc::new(PostgresStore::connect(db.url()).await.unwrap());
-    for (i, case) in CRASHES.iter().enumerate() {
+    for (i, case) in CRASH_CASES.iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.txt");
         let runtime_name = format!("crash-{i}");
