@@ -132,6 +132,53 @@ fn the_cli_approves_through_a_server_with_a_token() {
     let shown = json(&run(&["--json", "show", id2], Some("remote-s3cret")));
     assert_eq!(shown["status"], "rejected");
 
+    // Snippets, discovery and maintenance go through the server too.
+    let ok = |args: &[&str]| {
+        let out = run(args, Some("remote-s3cret"));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&out)
+    };
+    let done = ok(&[
+        "--json",
+        "run",
+        "-e",
+        "return (await tasks.list_tasks({})).tasks.length",
+    ]);
+    let source = done["executionId"].as_str().unwrap().to_string();
+    let saved = ok(&[
+        "--json",
+        "snippet",
+        "save",
+        "count-tasks",
+        "--from",
+        &source,
+    ]);
+    assert_eq!(saved["name"], "count-tasks", "{saved}");
+    let listed = ok(&["--json", "snippets"]);
+    assert_eq!(listed[0]["name"], "count-tasks", "{listed}");
+    let found = ok(&["--json", "search", "create task"]);
+    assert_eq!(found["results"][0]["path"], "tasks.create_task", "{found}");
+    let described = ok(&["--json", "describe", "tasks.create_task"]);
+    assert!(
+        described["types"].as_str().unwrap().contains("title"),
+        "{described}"
+    );
+    let types = ok(&["--json", "types"]);
+    assert!(types["types"]
+        .as_str()
+        .unwrap()
+        .contains("declare const tasks"));
+    let expired = ok(&["--json", "expire", "--max-age-ms", "3600000"]);
+    assert_eq!(expired["expired"], serde_json::json!([]), "{expired}");
+    let pruned = ok(&["--json", "prune", "--keep", "1"]);
+    assert!(pruned["deleted"].as_u64().unwrap() >= 1, "{pruned}");
+    let deleted = ok(&["--json", "snippet", "delete", "count-tasks"]);
+    assert_eq!(deleted["deleted"], "count-tasks", "{deleted}");
+
     // Nothing was written next to the CLI: it never opened a database.
     assert!(!dir.join("codemode.db").exists());
 

@@ -8,7 +8,7 @@ use crate::serve::{self, ServeArgs};
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use codemode::{Outcome, Runtime, RuntimeError, SaveSnippet};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -328,10 +328,75 @@ async fn remote_dispatch(
         Command::Rollback { id } => out.rollback(&remote.rollback(&id).await?),
         Command::Executions { limit } => out.executions(&remote.executions(limit).await?),
         Command::Show { id } => out.execution(&remote.execution(&id).await?),
-        _ => bail!(
-            "with --server only run, pending, approve, reject, rollback, executions and show are available; \
-             drop --server (and pass --store) for the others"
-        ),
+        Command::Snippets => {
+            let snippets: Vec<codemode::Snippet> =
+                serde_json::from_value(remote.get("/api/snippets").await?)?;
+            out.snippets(&snippets)
+        }
+        Command::Snippet { command } => match command {
+            SnippetCommand::Save {
+                name,
+                from,
+                description,
+                force,
+                replace,
+            } => {
+                let body = json!({
+                    "name": name, "executionId": from, "description": description,
+                    "force": force, "replace": replace,
+                });
+                let v = remote.post("/api/snippets", body).await?;
+                let text =
+                    format!("saved snippet {name}; run it with codemode.run({name:?}, input)");
+                out.value(&v, &text);
+            }
+            SnippetCommand::Delete { name } => {
+                let path = format!("/api/snippets/{}", remote::enc(&name));
+                let v = remote.delete(&path).await?;
+                out.value(&v, &format!("deleted snippet {name}"));
+            }
+        },
+        Command::Search { query } => {
+            let v = remote
+                .get(&format!("/api/search?q={}", remote::enc(&query)))
+                .await?;
+            out.value(&v, &output::pretty(&v));
+        }
+        Command::Describe { target } => {
+            let v = remote
+                .get(&format!("/api/describe?target={}", remote::enc(&target)))
+                .await?;
+            let text = v
+                .get("types")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| output::pretty(&v));
+            out.value(&v, &text);
+        }
+        Command::Types => {
+            let v = remote.get("/api/types").await?;
+            let text = v
+                .get("types")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| output::pretty(&v));
+            out.value(&v, &text);
+        }
+        Command::Expire { max_age_ms } => {
+            let v = remote
+                .post("/api/expire", json!({ "max_age_ms": max_age_ms }))
+                .await?;
+            let n = v["expired"].as_array().map_or(0, Vec::len);
+            out.value(&v, &format!("expired {n} paused execution(s)"));
+        }
+        Command::Prune { keep } => {
+            let v = remote.post("/api/prune", json!({ "keep": keep })).await?;
+            let n = v["deleted"].as_u64().unwrap_or(0);
+            out.value(&v, &format!("deleted {n} execution(s)"));
+        }
+        Command::Serve(_) | Command::Wrap { .. } | Command::Openapi(_) => {
+            unreachable!("handled before --server")
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

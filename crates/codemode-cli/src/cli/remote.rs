@@ -141,6 +141,21 @@ impl Remote {
         .await
     }
 
+    /// `GET` a path, as JSON.
+    pub async fn get(&self, path: &str) -> Result<Value> {
+        self.send(reqwest::Method::GET, path, None).await
+    }
+
+    /// `POST` a JSON body to a path.
+    pub async fn post(&self, path: &str, body: Value) -> Result<Value> {
+        self.send(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// `DELETE` a path.
+    pub async fn delete(&self, path: &str) -> Result<Value> {
+        self.send(reqwest::Method::DELETE, path, None).await
+    }
+
     /// `GET /api/executions/{id}`.
     pub async fn execution(&self, id: &str) -> Result<Execution> {
         self.send(
@@ -153,7 +168,8 @@ impl Remote {
 }
 
 /// Percent-encodes an id for a path segment.
-fn enc(s: &str) -> String {
+/// Percent-encodes one path segment or query value.
+pub fn enc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
