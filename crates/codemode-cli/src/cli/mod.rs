@@ -177,34 +177,15 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         }
         Command::Run { file, code } => {
             let code = read_code(file, code)?;
-            let mut outcome = rt.call(&code).await?;
-            out.outcome(&outcome);
-            while let Outcome::Paused {
-                execution_id,
-                pending,
-            } = &outcome
-            {
-                if cli.json || !interactive() {
-                    break;
-                }
-                let Some(first) = pending.first() else { break };
-                match ask(&format!(
-                    "approve {}.{}({})? [y]es / [r]eject / anything else leaves it paused: ",
-                    first.connector, first.method, first.args
-                ))? {
-                    Answer::Yes => {
-                        outcome = rt.approve(execution_id).await.map_err(explain)?;
-                        out.outcome(&outcome);
-                    }
-                    Answer::Reject => {
-                        rt.reject(execution_id, first.seq).await?;
-                        println!("rejected; the execution is now rejected");
-                        return Ok(ExitCode::from(2));
-                    }
-                    Answer::Later => break,
-                }
-            }
-            return Ok(exit_for(&outcome));
+            let outcome = rt.call(&code).await?;
+            return offer_approval(
+                outcome,
+                &out,
+                cli.json,
+                async |id| rt.approve(id).await.map_err(explain),
+                async |id, seq| Ok(rt.reject(id, seq).await.map(drop)?),
+            )
+            .await;
         }
         Command::Pending => out.pending(&rt.pending(None).await?),
         Command::Approve { id } => {
@@ -242,11 +223,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Describe { target } => match rt.describe(&target).await? {
             Ok(d) => {
                 let v = serde_json::to_value(&d)?;
-                let text = v
-                    .get("types")
-                    .and_then(|t| t.as_str())
-                    .map(str::to_string)
-                    .unwrap_or_else(|| output::pretty(&v));
+                let text = types_or_pretty(&v);
                 out.value(&v, &text);
             }
             Err(message) => bail!("{message}"),
@@ -283,34 +260,15 @@ async fn remote_dispatch(
     match command {
         Command::Run { file, code } => {
             let code = read_code(file, code)?;
-            let mut outcome = remote.call(&code).await?;
-            out.outcome(&outcome);
-            while let Outcome::Paused {
-                execution_id,
-                pending,
-            } = &outcome
-            {
-                if json || !interactive() {
-                    break;
-                }
-                let Some(first) = pending.first() else { break };
-                match ask(&format!(
-                    "approve {}.{}({})? [y]es / [r]eject / anything else leaves it paused: ",
-                    first.connector, first.method, first.args
-                ))? {
-                    Answer::Yes => {
-                        outcome = remote.approve(execution_id).await?;
-                        out.outcome(&outcome);
-                    }
-                    Answer::Reject => {
-                        remote.reject(execution_id, first.seq).await?;
-                        println!("rejected; the execution is now rejected");
-                        return Ok(ExitCode::from(2));
-                    }
-                    Answer::Later => break,
-                }
-            }
-            return Ok(exit_for(&outcome));
+            let outcome = remote.call(&code).await?;
+            return offer_approval(
+                outcome,
+                out,
+                json,
+                async |id| remote.approve(id).await,
+                async |id, seq| remote.reject(id, seq).await.map(drop),
+            )
+            .await;
         }
         Command::Pending => out.pending(&remote.pending().await?),
         Command::Approve { id } => {
@@ -366,20 +324,12 @@ async fn remote_dispatch(
             let v = remote
                 .get(&format!("/api/describe?target={}", remote::enc(&target)))
                 .await?;
-            let text = v
-                .get("types")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| output::pretty(&v));
+            let text = types_or_pretty(&v);
             out.value(&v, &text);
         }
         Command::Types => {
             let v = remote.get("/api/types").await?;
-            let text = v
-                .get("types")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| output::pretty(&v));
+            let text = types_or_pretty(&v);
             out.value(&v, &text);
         }
         Command::Expire { max_age_ms } => {
@@ -442,6 +392,51 @@ async fn snippet(rt: &Runtime, out: &output::Printer, command: SnippetCommand) -
         }
     }
     Ok(())
+}
+
+/// The `types` text of a describe or types answer, else the answer pretty-printed.
+fn types_or_pretty(v: &Value) -> String {
+    v.get("types")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| output::pretty(v))
+}
+
+/// Prints an outcome and, on a terminal, offers to approve or reject each pause in turn.
+async fn offer_approval(
+    mut outcome: Outcome,
+    out: &output::Printer,
+    json: bool,
+    approve: impl AsyncFn(&str) -> Result<Outcome>,
+    reject: impl AsyncFn(&str, u64) -> Result<()>,
+) -> Result<ExitCode> {
+    out.outcome(&outcome);
+    while let Outcome::Paused {
+        execution_id,
+        pending,
+    } = &outcome
+    {
+        if json || !interactive() {
+            break;
+        }
+        let Some(first) = pending.first() else { break };
+        match ask(&format!(
+            "approve {}.{}({})? [y]es / [r]eject / anything else leaves it paused: ",
+            first.connector, first.method, first.args
+        ))? {
+            Answer::Yes => {
+                outcome = approve(execution_id).await?;
+                out.outcome(&outcome);
+            }
+            Answer::Reject => {
+                reject(execution_id, first.seq).await?;
+                println!("rejected; the execution is now rejected");
+                return Ok(ExitCode::from(2));
+            }
+            Answer::Later => break,
+        }
+    }
+    Ok(exit_for(&outcome))
 }
 
 fn read_code(file: Option<PathBuf>, code: Option<String>) -> Result<String> {
