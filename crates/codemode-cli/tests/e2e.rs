@@ -2,21 +2,9 @@
 
 mod common;
 
-use common::{cli, serve, BIN};
+use common::{cli, get, post, serve, BIN};
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
-
-async fn post(c: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    let r = c.post(url).json(&body).send().await.unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
-
-async fn get(c: &reqwest::Client, url: String) -> (u16, Value) {
-    let r = c.get(url).send().await.unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
 
 #[tokio::test]
 async fn pause_over_http_approve_from_the_cli() {

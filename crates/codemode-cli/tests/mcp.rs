@@ -121,28 +121,18 @@ async fn an_mcp_server_as_a_connector() {
         &[],
     );
     let c = common::client();
-    let health: Value = c
-        .get(format!("{}/healthz", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, health) = common::get(&c, format!("{}/healthz", server.base)).await;
     assert_eq!(
         health["connectors"],
         serde_json::json!(["tasks", "everything"]),
         "{health}"
     );
-    let out: Value = c
-        .post(format!("{}/api/run", server.base))
-        .json(&serde_json::json!({ "code": "return await everything.echo({ message: 'hi' })" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, out) = common::post(
+        &c,
+        format!("{}/api/run", server.base),
+        serde_json::json!({ "code": "return await everything.echo({ message: 'hi' })" }),
+    )
+    .await;
     assert_eq!(out["status"], "completed", "{out}");
     assert!(out["result"].to_string().contains("hi"), "{out}");
 }

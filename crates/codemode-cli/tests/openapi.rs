@@ -49,14 +49,7 @@ async fn openapi_connector_reads_freely_and_writes_after_approval() {
     .unwrap();
     let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
     let c = common::client();
-    let health: Value = c
-        .get(format!("{}/healthz", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, health) = common::get(&c, format!("{}/healthz", server.base)).await;
     assert_eq!(health["connectors"], json!(["items"]), "{health}");
 
     let run = |code: &'static str| {

@@ -7,15 +7,9 @@
 mod common;
 
 use codemode_postgres::ScratchDatabase;
-use common::{serve_on, BIN};
-use serde_json::{json, Value};
+use common::{get, post, serve_on, BIN};
+use serde_json::json;
 use std::process::{Command, Stdio};
-
-async fn post(c: &reqwest::Client, url: String) -> (u16, Value) {
-    let r = c.post(url).json(&json!({})).send().await.unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_on_one_postgres_share_approvals_and_tasks() {
@@ -31,56 +25,41 @@ async fn two_nodes_on_one_postgres_share_approvals_and_tasks() {
     let c = common::client();
 
     let code = "const t = await tasks.create_task({ title: 'shared' }); return t.title;";
-    let outcome: Value = c
-        .post(format!("{}/api/run", a.base))
-        .json(&json!({ "code": code }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, outcome) = post(&c, format!("{}/api/run", a.base), json!({ "code": code })).await;
     assert_eq!(outcome["status"], "paused", "{outcome}");
     let id = outcome["executionId"].as_str().unwrap().to_string();
 
     // Node B sees the pause and approves it.
-    let pending: Value = c
-        .get(format!("{}/api/pending", b.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, pending) = get(&c, format!("{}/api/pending", b.base)).await;
     assert_eq!(pending[0]["executionId"], id.as_str(), "{pending}");
-    let (status, approved) = post(&c, format!("{}/api/executions/{id}/approve", b.base)).await;
+    let (status, approved) = post(
+        &c,
+        format!("{}/api/executions/{id}/approve", b.base),
+        json!({}),
+    )
+    .await;
     assert_eq!(status, 200, "{approved}");
     assert_eq!(approved["status"], "completed", "{approved}");
     assert_eq!(approved["result"], "shared");
 
     // Node A sees it completed, and the task in the shared demo tables.
-    let e: Value = c
-        .get(format!("{}/api/executions/{id}", a.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, e) = get(&c, format!("{}/api/executions/{id}", a.base)).await;
     assert_eq!(e["status"], "completed", "{e}");
-    let listed: Value = c
-        .post(format!("{}/api/run", a.base))
-        .json(&json!({ "code": "return (await tasks.list_tasks({})).tasks.map(t => t.title)" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, listed) = post(
+        &c,
+        format!("{}/api/run", a.base),
+        json!({ "code": "return (await tasks.list_tasks({})).tasks.map(t => t.title)" }),
+    )
+    .await;
     assert_eq!(listed["result"], json!(["shared"]), "{listed}");
 
     // Approving again on node A: already handled.
-    let (status, body) = post(&c, format!("{}/api/executions/{id}/approve", a.base)).await;
+    let (status, body) = post(
+        &c,
+        format!("{}/api/executions/{id}/approve", a.base),
+        json!({}),
+    )
+    .await;
     assert_eq!(status, 409, "{body}");
     assert!(
         body["error"].as_str().unwrap().contains("already"),
@@ -88,17 +67,19 @@ async fn two_nodes_on_one_postgres_share_approvals_and_tasks() {
     );
 
     // Rollback from node A deletes the task node B's approval created.
-    let (status, report) = post(&c, format!("{}/api/executions/{id}/rollback", a.base)).await;
+    let (status, report) = post(
+        &c,
+        format!("{}/api/executions/{id}/rollback", a.base),
+        json!({}),
+    )
+    .await;
     assert_eq!(status, 200, "{report}");
-    let listed: Value = c
-        .post(format!("{}/api/run", b.base))
-        .json(&json!({ "code": "return (await tasks.list_tasks({})).tasks.length" }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, listed) = post(
+        &c,
+        format!("{}/api/run", b.base),
+        json!({ "code": "return (await tasks.list_tasks({})).tasks.length" }),
+    )
+    .await;
     assert_eq!(listed["result"], 0, "{listed}");
     drop((a, b));
 }

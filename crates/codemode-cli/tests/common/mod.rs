@@ -86,3 +86,21 @@ pub fn client() -> reqwest::Client {
         .build()
         .unwrap()
 }
+
+/// `POST url` with a JSON body: the status and the JSON answer (null when there is none).
+pub async fn post(
+    c: &reqwest::Client,
+    url: String,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let r = c.post(url).json(&body).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+/// `GET url`: the status and the JSON answer (null when there is none).
+pub async fn get(c: &reqwest::Client, url: String) -> (u16, serde_json::Value) {
+    let r = c.get(url).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(serde_json::Value::Null))
+}
