@@ -118,3 +118,73 @@ pub const CRASH_CASES: &[CrashCase] = {
         },
     ]
 };
+
+/// After a node died at `case`: another node (a fresh runtime named `runtime_name` on
+/// `store`) finds the log the case predicts, takes the run over once the dead node's lease
+/// (300 ms) has passed, approves it, and every write has taken effect exactly once, the
+/// crashed one attempted twice with the same key. Panics with what differed.
+pub async fn take_over_and_check(
+    store: std::sync::Arc<dyn codemode::Store>,
+    runtime_name: &str,
+    journal: &Path,
+    case: &CrashCase,
+) {
+    use codemode::{ExecutionStatus, Outcome, Runtime};
+    let at = format!("{} {}", case.point, case.seq);
+    let executor = std::sync::Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
+    let runtime = Runtime::builder(store, executor)
+        .name(runtime_name)
+        .connector(ledger(journal.to_path_buf(), CrashPoint::None))
+        .build()
+        .expect("runtime");
+    let runs = runtime.executions(None).await.expect("executions");
+    assert_eq!(runs.len(), 1, "{at}");
+    let run = &runs[0];
+    assert_eq!(run.status, ExecutionStatus::Running, "{at}");
+    let states: Vec<codemode::EntryState> = run.log.iter().map(|e| e.state).collect();
+    assert_eq!(states, case.states_after_crash, "{at}");
+
+    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
+    let outcome = runtime
+        .resume_interrupted(&run.id)
+        .await
+        .expect("take over");
+    assert!(
+        matches!(outcome, Outcome::Paused { .. }),
+        "{at}: {outcome:?}"
+    );
+    let outcome = runtime.approve(&run.id).await.expect("approve");
+    let Outcome::Completed { result, .. } = outcome else {
+        panic!("{at}: {outcome:?}")
+    };
+    let keys: Vec<String> = (0..3).map(|s| format!("{}:{s}", run.id)).collect();
+    assert_eq!(result, json!(keys), "{at}");
+
+    let lines = read_journal(journal);
+    for (seq, key) in keys.iter().enumerate() {
+        let count = |kind: &str| {
+            lines
+                .iter()
+                .filter(|l| **l == format!("{kind} {key}"))
+                .count()
+        };
+        assert_eq!(
+            count("effect"),
+            1,
+            "{at}: seq {seq} must take effect exactly once: {lines:?}"
+        );
+        let expected_attempts = if seq as u64 == case.seq { 2 } else { 1 };
+        assert_eq!(
+            count("attempt"),
+            expected_attempts,
+            "{at}: seq {seq}: {lines:?}"
+        );
+    }
+    // No line names any other key: every re-run used the key of its first run.
+    assert!(
+        lines
+            .iter()
+            .all(|l| keys.iter().any(|k| l.ends_with(k.as_str()))),
+        "{at}: {lines:?}"
+    );
+}

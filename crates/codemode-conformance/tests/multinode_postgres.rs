@@ -3,15 +3,15 @@
 //! anything applied.
 
 use codemode::{
-    CallContext, EntryState, ExecutionStatus, Outcome, Runtime, RustConnector, RustTool, ToolError,
+    CallContext, ExecutionStatus, Outcome, Runtime, RustConnector, RustTool, ToolError,
 };
-use codemode_conformance::journal::{ledger, read_journal, CrashPoint, CRASH_CASES};
+use codemode_conformance::journal::{take_over_and_check, CRASH_CASES};
 use codemode_postgres::{PostgresStore, ScratchDatabase};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const NODE: &str = env!("CARGO_BIN_EXE_pg-node");
 const ROUNDS: usize = 1000;
@@ -190,55 +190,6 @@ async fn a_node_killed_mid_pass_is_collected_by_another() {
             case.seq
         );
 
-        let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
-        let runtime = Runtime::builder(store.clone(), executor)
-            .name(runtime_name.as_str())
-            .connector(ledger(journal.clone(), CrashPoint::None))
-            .build()
-            .unwrap();
-        let runs = runtime.executions(None).await.unwrap();
-        assert_eq!(runs.len(), 1);
-        let run = &runs[0];
-        assert_eq!(run.status, ExecutionStatus::Running);
-        let states: Vec<EntryState> = run.log.iter().map(|e| e.state).collect();
-        assert_eq!(
-            states, case.states_after_crash,
-            "{} {}",
-            case.point, case.seq
-        );
-
-        // The dead node's lease (300 ms) must pass before another node may take over.
-        tokio::time::sleep(Duration::from_millis(350)).await;
-        let outcome = runtime.resume_interrupted(&run.id).await.unwrap();
-        assert!(matches!(outcome, Outcome::Paused { .. }), "{outcome:?}");
-        let outcome = runtime.approve(&run.id).await.unwrap();
-        let Outcome::Completed { result, .. } = outcome else {
-            panic!("{outcome:?}")
-        };
-        let keys: Vec<String> = (0..3).map(|s| format!("{}:{s}", run.id)).collect();
-        assert_eq!(result, json!(keys));
-
-        let lines = read_journal(&journal);
-        for (seq, key) in keys.iter().enumerate() {
-            let attempts = lines
-                .iter()
-                .filter(|l| **l == format!("attempt {key}"))
-                .count();
-            let effects = lines
-                .iter()
-                .filter(|l| **l == format!("effect {key}"))
-                .count();
-            assert_eq!(
-                effects, 1,
-                "{} {}: seq {seq} takes effect once: {lines:?}",
-                case.point, case.seq
-            );
-            let expected = if seq as u64 == case.seq { 2 } else { 1 };
-            assert_eq!(
-                attempts, expected,
-                "{} {}: seq {seq}: {lines:?}",
-                case.point, case.seq
-            );
-        }
+        take_over_and_check(store.clone(), &runtime_name, &journal, case).await;
     }
 }
