@@ -12,3 +12,36 @@ pub mod scenario;
 
 pub use probe::{Probe, ProbeRecord};
 pub use scenario::{load_scenarios, run_all, run_scenario, Scenario};
+
+/// Inserts, as if a node were running it, a `running` execution of `code` with the `probe`
+/// connector, last updated `age_ms` ago, held by `owner` until `lease_until_ms`.
+pub async fn insert_running(
+    store: &dyn codemode::Store,
+    id: &str,
+    code: &str,
+    age_ms: i64,
+    owner: &str,
+    lease_until_ms: i64,
+) {
+    let at = codemode::now_ms() - age_ms;
+    let execution = codemode::Execution {
+        id: id.into(),
+        code: code.into(),
+        status: codemode::ExecutionStatus::Running,
+        log: vec![],
+        result: None,
+        error: None,
+        logs: vec![],
+        connectors: vec!["probe".into()],
+        created_at: at,
+        updated_at: at,
+    };
+    let lease = codemode::Lease {
+        owner: owner.into(),
+        until_ms: lease_until_ms,
+    };
+    store
+        .insert_execution("default", &execution, &lease, 50)
+        .await
+        .expect("insert a running execution");
+}

@@ -3,10 +3,9 @@
 //! every operation.
 
 use codemode::{
-    Execution, ExecutionStatus, Lease, Outcome, Runtime, RuntimeError, Store,
-    MAX_DURABLE_VALUE_CHARS,
+    Execution, ExecutionStatus, Outcome, Runtime, RuntimeError, Store, MAX_DURABLE_VALUE_CHARS,
 };
-use codemode_conformance::Probe;
+use codemode_conformance::{insert_running, Probe};
 use codemode_sqlite::SqliteStore;
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,39 +109,25 @@ async fn expire_turns_stale_running_into_error_once_its_lease_is_gone() {
     let rt = runtime(store.clone(), "default", &probe);
     // A run whose node died: running, lease already expired.
     let now = codemode::now_ms();
-    let dead = Execution {
-        id: "dead-node-run".into(),
-        code: "async () => 1".into(),
-        status: ExecutionStatus::Running,
-        log: vec![],
-        result: None,
-        error: None,
-        logs: vec![],
-        connectors: vec!["probe".into()],
-        created_at: now - 10_000,
-        updated_at: now - 10_000,
-    };
-    let lease = Lease {
-        owner: "dead".into(),
-        until_ms: now - 5_000,
-    };
-    store
-        .insert_execution("default", &dead, &lease, 50)
-        .await
-        .unwrap();
+    insert_running(
+        &*store,
+        "dead-node-run",
+        "async () => 1",
+        10_000,
+        "dead",
+        now - 5_000,
+    )
+    .await;
     // A live one holds its lease and is not touched.
-    let live = Execution {
-        id: "live-run".into(),
-        ..dead.clone()
-    };
-    let live_lease = Lease {
-        owner: "alive".into(),
-        until_ms: now + 600_000,
-    };
-    store
-        .insert_execution("default", &live, &live_lease, 50)
-        .await
-        .unwrap();
+    insert_running(
+        &*store,
+        "live-run",
+        "async () => 1",
+        10_000,
+        "alive",
+        now + 600_000,
+    )
+    .await;
     let expired = rt
         .expire_paused(Duration::from_millis(1_000))
         .await
@@ -241,27 +226,8 @@ async fn every_status_accepts_only_its_legal_operations() {
     rt.rollback(b.execution_id()).await.unwrap();
     by_status.push((ExecutionStatus::RolledBack, b.execution_id().to_string()));
     // running, held by a live lease
-    let now = codemode::now_ms();
-    let running = Execution {
-        id: "running-run".into(),
-        code: gated.into(),
-        status: ExecutionStatus::Running,
-        log: vec![],
-        result: None,
-        error: None,
-        logs: vec![],
-        connectors: vec!["probe".into()],
-        created_at: now,
-        updated_at: now,
-    };
-    let lease = Lease {
-        owner: "other-node".into(),
-        until_ms: now + 600_000,
-    };
-    store
-        .insert_execution("default", &running, &lease, 50)
-        .await
-        .unwrap();
+    let until = codemode::now_ms() + 600_000;
+    insert_running(&*store, "running-run", gated, 0, "other-node", until).await;
     by_status.push((ExecutionStatus::Running, "running-run".into()));
 
     for (status, id) in &by_status {

@@ -2,7 +2,7 @@
 //! tables in `codemode::status`, and that the runtime made no other.
 
 use codemode::status::{coverage, ENTRY_TRANSITIONS, EXECUTION_TRANSITIONS};
-use codemode::{EntryState, Execution, ExecutionStatus, Lease, LogEntry, Runtime, Store};
+use codemode::{EntryState, ExecutionStatus, LogEntry, Runtime, Store};
 use codemode_conformance::Probe;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,27 +27,9 @@ async fn the_suite_walks_every_legal_transition_and_no_other() {
         .connector(probe.connector("probe"))
         .build()
         .unwrap();
-    let now = codemode::now_ms();
-    let orphan = Execution {
-        id: "orphan".into(),
-        code: "async () => (await probe.write({ value: 1 })).n".into(),
-        status: ExecutionStatus::Running,
-        log: vec![],
-        result: None,
-        error: None,
-        logs: vec![],
-        connectors: vec!["probe".into()],
-        created_at: now,
-        updated_at: now,
-    };
-    let dead = Lease {
-        owner: "dead-node".into(),
-        until_ms: now - 1,
-    };
-    store
-        .insert_execution("default", &orphan, &dead, 50)
-        .await
-        .unwrap();
+    let code = "async () => (await probe.write({ value: 1 })).n";
+    let expired = codemode::now_ms() - 1;
+    codemode_conformance::insert_running(&*store, "orphan", code, 0, "dead-node", expired).await;
     let executing = LogEntry {
         seq: 0,
         connector: "probe".into(),
