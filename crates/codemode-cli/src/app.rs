@@ -183,9 +183,11 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
     })
 }
 
-/// The QuickJS executor with the settings' limits.
+/// The QuickJS executor with the settings' limits. Passes run on the tokio worker that
+/// handles the request (main.rs gives workers room for the sandbox's stack): a request then
+/// costs no thread hand-off, and a pass still ends at its time limit.
 pub fn executor(settings: &Settings) -> QuickJsExecutor {
-    let mut options = QuickJsOptions::default();
+    let mut options = QuickJsOptions::default().with_caller_thread(true);
     if let Some(ms) = settings.timeout_ms {
         options = options.with_wall_time(Duration::from_millis(ms));
     }

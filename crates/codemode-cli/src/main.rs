@@ -21,7 +21,10 @@ fn main() -> std::process::ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
+    // Passes run on the workers (see `app::executor`): 8 MiB leaves room for the sandbox's
+    // JavaScript stack and the host calls polled under it.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(8 * 1024 * 1024)
         .enable_all()
         .build()
     {

@@ -62,6 +62,14 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// Whether a pass may run on this thread: a multi-thread tokio worker (or its `block_on`
+/// thread) whose stack has room for the sandbox.
+fn caller_thread_fits(options: &QuickJsOptions) -> bool {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    multi_thread && crate::stack::remaining().is_some_and(|room| room >= options.pass_stack_size())
+}
+
 #[async_trait]
 impl Executor for QuickJsExecutor {
     async fn execute(&self, request: ExecuteRequest, host: Arc<dyn Host>) -> ExecuteResult {
@@ -78,7 +86,11 @@ impl Executor for QuickJsExecutor {
             cancel,
             options: self.options.clone(),
         };
-        self.pool.submit(Task { job, reply });
+        if self.options.caller_thread && caller_thread_fits(&self.options) {
+            tokio::task::block_in_place(|| self.pool.run_here(Task { job, reply }));
+        } else {
+            self.pool.submit(Task { job, reply });
+        }
         let result = receiver.await.unwrap_or_else(|_| ExecuteResult {
             end: PassEnd::Failed("the sandbox thread stopped unexpectedly".to_string()),
             logs: Vec::new(),

@@ -1,6 +1,7 @@
 // Installs the sandbox's globals. Called when a fresh context is made (before any pass):
-// `console` and the SDK are installed then; `start`, called once by the pass before the
-// model's code, binds the host and the console sink and installs the connector namespaces.
+// `console` and the SDK are installed then, and `declare` installs the connector namespaces
+// (then, when the connectors are known ahead, or by the pass). `bind`, called once by the
+// pass before the model's code, binds the host and the console sink.
 // The helpers it returns stay in this closure and are not reachable from the model's code.
 (function (b64encode, b64decode, sdkName) {
   "use strict";
@@ -152,10 +153,7 @@
     },
   });
 
-  function start(hostFn, sinkFn, spec, sdkIds) {
-    host = hostFn;
-    sink = sinkFn;
-    sdk = sdkIds;
+  function declare(spec) {
     for (const [name, methods] of spec) {
       const ns = {};
       for (const [method, id] of methods) {
@@ -169,6 +167,11 @@
       install(name, ns);
     }
   }
+  function bind(hostFn, sinkFn, sdkIds) {
+    host = hostFn;
+    sink = sinkFn;
+    sdk = sdkIds;
+  }
 
-  return { encode, revive, show, start };
+  return { encode, revive, show, declare, bind };
 })

@@ -17,6 +17,8 @@ mod options;
 mod pass;
 mod pool;
 mod report;
+mod stack;
+mod stock;
 pub mod values;
 
 pub use error::{NamespaceError, NormalizeError};

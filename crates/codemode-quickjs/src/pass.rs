@@ -10,7 +10,9 @@ use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use codemode::{ExecuteRequest, ExecuteResult, Host, HostCall, HostReply, PassEnd, SDK_NAMESPACE};
+use codemode::{
+    ExecuteRequest, ExecuteResult, Host, HostCall, HostReply, Namespace, PassEnd, SDK_NAMESPACE,
+};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use rquickjs::context::EvalOptions;
@@ -19,7 +21,6 @@ use rquickjs::{
     qjs, Context, Ctx, Exception, FromJs, Function, Object, Promise, Runtime, TypedArray, Value,
 };
 
-use crate::globals::check_namespaces;
 use crate::memory::{CountingAllocator, MemoryGauge};
 use crate::normalize::{normalize, Normalized, CODE_FILE};
 use crate::options::QuickJsOptions;
@@ -46,13 +47,19 @@ pub(crate) struct Fresh {
     runtime: Runtime,
     context: Context,
     memory: MemoryGauge,
+    /// The connector namespaces already installed, if any.
+    declared: Option<Arc<Vec<Namespace>>>,
 }
 
 impl Fresh {
     /// Creates a runtime with the limits of `options`, a context with the standard built-ins,
-    /// and the glue script run from its bytecode, with `console` and the SDK installed. The
-    /// pass binds the host and installs the connector namespaces before the model's code.
-    pub(crate) fn new(options: &QuickJsOptions) -> rquickjs::Result<Fresh> {
+    /// and the glue script run from its bytecode, with `console`, the SDK and `namespaces`
+    /// (already checked) installed. The pass binds the host before the model's code, and
+    /// installs the namespaces itself if they were not known here.
+    pub(crate) fn new(
+        options: &QuickJsOptions,
+        namespaces: Option<Arc<Vec<Namespace>>>,
+    ) -> rquickjs::Result<Fresh> {
         let memory = MemoryGauge::default();
         let limit = options.memory_limit;
         let runtime = Runtime::new_with_alloc(CountingAllocator::new(memory.clone(), limit))?;
@@ -69,14 +76,51 @@ impl Fresh {
             // `console` and the SDK are installed now, off the pass's path; the helpers wait
             // in a global that the pass removes before any model code runs.
             let helpers: Object = glue.call((b64encode, b64decode, SDK_NAMESPACE))?;
+            if let Some(namespaces) = &namespaces {
+                let declare: Function = helpers.get("declare")?;
+                declare.call::<_, ()>((namespace_spec(&ctx, namespaces)?,))?;
+            }
             ctx.globals().set(GLUE_KEY, helpers)
         })?;
         Ok(Fresh {
             runtime,
             context,
             memory,
+            declared: namespaces,
         })
     }
+
+    /// Whether a pass over `namespaces` can use this runtime: it has them installed, or none.
+    pub(crate) fn fits(&self, namespaces: &[Namespace]) -> bool {
+        self.declared
+            .as_ref()
+            .is_none_or(|declared| declared.as_slice() == namespaces)
+    }
+}
+
+/// The namespaces as the glue's `declare` takes them: `[[name, [[method, callId], …]], …]`,
+/// with call ids numbered across all namespaces in order.
+fn namespace_spec<'js>(
+    ctx: &Ctx<'js>,
+    namespaces: &[Namespace],
+) -> rquickjs::Result<rquickjs::Array<'js>> {
+    let spec = rquickjs::Array::new(ctx.clone())?;
+    let mut id = 0usize;
+    for (i, ns) in namespaces.iter().enumerate() {
+        let methods = rquickjs::Array::new(ctx.clone())?;
+        for (j, m) in ns.methods.iter().enumerate() {
+            let pair = rquickjs::Array::new(ctx.clone())?;
+            pair.set(0, m.as_str())?;
+            pair.set(1, id)?;
+            methods.set(j, pair)?;
+            id += 1;
+        }
+        let entry = rquickjs::Array::new(ctx.clone())?;
+        entry.set(0, ns.name.as_str())?;
+        entry.set(1, methods)?;
+        spec.set(i, entry)?;
+    }
+    Ok(spec)
 }
 
 /// The base64 functions the glue uses for `Uint8Array` envelopes.
@@ -372,8 +416,9 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
         cancel,
         options,
     } = job;
-    if let Err(e) = check_namespaces(&request.namespaces) {
-        return (failed(e.to_string(), Vec::new()), fresh);
+    if !fresh.fits(&request.namespaces) {
+        let message = "internal error: the sandbox was prepared for other connectors";
+        return (failed(message, Vec::new()), fresh);
     }
     let normalized = match normalize(&request.code, options.max_code_bytes) {
         Ok(n) => n,
@@ -406,6 +451,7 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
     }
     let _entered = handle.as_ref().map(|h| h.enter());
     let driver = Driver {
+        declared: fresh.declared.is_some(),
         request: &request,
         normalized: &normalized,
         options: &options,
@@ -420,6 +466,8 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
 }
 
 struct Driver<'a> {
+    /// The fresh runtime already has the request's namespaces (the pool checked they match).
+    declared: bool,
     request: &'a ExecuteRequest,
     normalized: &'a Normalized,
     options: &'a QuickJsOptions,
@@ -484,22 +532,6 @@ impl Driver<'_> {
             ctx.clone(),
             move |ctx: Ctx<'js>, level: String, line: String| log_state.log(ctx, level, line),
         )?;
-        let spec = rquickjs::Array::new(ctx.clone())?;
-        let mut id = 0usize;
-        for (i, ns) in self.request.namespaces.iter().enumerate() {
-            let methods = rquickjs::Array::new(ctx.clone())?;
-            for (j, m) in ns.methods.iter().enumerate() {
-                let pair = rquickjs::Array::new(ctx.clone())?;
-                pair.set(0, m.as_str())?;
-                pair.set(1, id)?;
-                methods.set(j, pair)?;
-                id += 1;
-            }
-            let entry = rquickjs::Array::new(ctx.clone())?;
-            entry.set(0, ns.name.as_str())?;
-            entry.set(1, methods)?;
-            spec.set(i, entry)?;
-        }
         let sdk = Object::new(ctx.clone())?;
         for (k, m) in SDK_METHODS.iter().enumerate() {
             sdk.set(*m, sdk_base + k)?;
@@ -507,8 +539,12 @@ impl Driver<'_> {
         let globals = ctx.globals();
         let helpers: Object = globals.get(GLUE_KEY)?;
         globals.remove(GLUE_KEY)?;
-        let start: Function = helpers.get("start")?;
-        start.call::<_, ()>((host_fn, sink, spec, sdk))?;
+        if !self.declared {
+            let declare: Function = helpers.get("declare")?;
+            declare.call::<_, ()>((namespace_spec(ctx, &self.request.namespaces)?,))?;
+        }
+        let bind: Function = helpers.get("bind")?;
+        bind.call::<_, ()>((host_fn, sink, sdk))?;
         Ok(Helpers {
             encode: helpers.get("encode")?,
             revive: helpers.get("revive")?,

@@ -1,21 +1,22 @@
 //! Sandbox threads: passes never run on the caller's (tokio) threads.
 //!
 //! The pool grows on demand up to `max_threads`, so a runaway script holds one thread and
-//! delays nothing else. A background thread keeps a small stock of fresh runtimes ready, made
-//! off the hot path; a runtime serves one pass and is dropped.
+//! delays nothing else. Each pass takes a fresh runtime from the [`Stock`] and gives the
+//! spent one back.
 
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 
 use codemode::{ExecuteResult, PassEnd};
 use tokio::sync::oneshot;
 
+use crate::globals::check_namespaces;
 use crate::options::QuickJsOptions;
-use crate::pass::{run_pass, Fresh, PassJob};
+use crate::pass::{run_pass, PassJob};
+use crate::stock::Stock;
 
 /// A pass and where to send its result.
 pub(crate) struct Task {
@@ -38,44 +39,6 @@ struct PoolState {
     next_id: u64,
 }
 
-/// Fresh runtimes made ahead of time by a background thread, each used once.
-pub(crate) struct Stock {
-    ready: Mutex<Vec<Fresh>>,
-    wanted: Condvar,
-    closed: AtomicBool,
-    target: usize,
-}
-
-impl Stock {
-    fn take(&self, options: &QuickJsOptions) -> rquickjs::Result<Fresh> {
-        let fresh = self.ready.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        self.wanted.notify_one();
-        match fresh {
-            Some(f) => Ok(f),
-            None => Fresh::new(options),
-        }
-    }
-
-    fn fill(self: Arc<Self>, options: Arc<QuickJsOptions>) {
-        loop {
-            {
-                let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
-                while ready.len() >= self.target && !self.closed.load(Ordering::SeqCst) {
-                    ready = self.wanted.wait(ready).unwrap_or_else(|p| p.into_inner());
-                }
-                if self.closed.load(Ordering::SeqCst) {
-                    ready.clear();
-                    return;
-                }
-            }
-            match Fresh::new(&options) {
-                Ok(f) => self.ready.lock().unwrap_or_else(|p| p.into_inner()).push(f),
-                Err(_) => thread::sleep(std::time::Duration::from_millis(100)),
-            }
-        }
-    }
-}
-
 /// A growing set of sandbox threads.
 pub(crate) struct Pool {
     state: Arc<Mutex<PoolState>>,
@@ -85,8 +48,7 @@ pub(crate) struct Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        self.stock.closed.store(true, Ordering::SeqCst);
-        self.stock.wanted.notify_all();
+        self.stock.close();
     }
 }
 
@@ -99,20 +61,9 @@ fn lock(state: &Mutex<PoolState>) -> MutexGuard<'_, PoolState> {
 impl Pool {
     /// Creates an empty pool; threads start with the first passes.
     pub(crate) fn new(options: Arc<QuickJsOptions>) -> Self {
-        let stock = Arc::new(Stock {
-            ready: Mutex::new(Vec::new()),
-            wanted: Condvar::new(),
-            closed: AtomicBool::new(false),
-            target: 4,
-        });
-        let filler = stock.clone();
-        let filler_options = options.clone();
-        let _ = thread::Builder::new()
-            .name("codemode-sandbox-stock".into())
-            .spawn(move || filler.fill(filler_options));
         Pool {
             state: Arc::new(Mutex::new(PoolState::default())),
-            stock,
+            stock: Stock::start(options.clone()),
             options,
         }
     }
@@ -148,6 +99,13 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// Runs a pass on the calling thread.
+    pub(crate) fn run_here(&self, task: Task) {
+        run(task, &self.options, &self.stock)
+    }
+}
+
 fn fail(reply: oneshot::Sender<ExecuteResult>, message: &str) {
     let _ = reply.send(ExecuteResult {
         end: PassEnd::Failed(message.to_string()),
@@ -159,14 +117,17 @@ fn run(task: Task, options: &QuickJsOptions, stock: &Stock) {
     if task.reply.is_closed() {
         return;
     }
-    match stock.take(options) {
+    if let Err(e) = check_namespaces(&task.job.request.namespaces) {
+        return fail(task.reply, &e.to_string());
+    }
+    match stock.take(options, &task.job.request.namespaces) {
         Ok(f) => {
             let job = task.job;
             match panic::catch_unwind(AssertUnwindSafe(move || run_pass(f, job))) {
                 Ok((result, spent)) => {
                     let _ = task.reply.send(result);
-                    // Freeing a runtime costs tens of µs: the caller has its result by now.
-                    drop(spent);
+                    // Freeing a runtime costs tens of µs: done off the caller's path.
+                    stock.discard(spent);
                 }
                 Err(_) => fail(
                     task.reply,
