@@ -15,7 +15,16 @@ pub struct Progress {
 impl Progress {
     /// Starts a spinner labelled `what` if stderr is a terminal; otherwise does nothing.
     pub fn start(what: &str) -> Progress {
-        if !std::io::stderr().is_terminal() {
+        Progress::start_on(what, std::io::stderr().is_terminal(), std::io::stderr)
+    }
+
+    /// Starts a spinner drawn on the writers `open` returns, if `terminal`.
+    fn start_on<W: Write>(
+        what: &str,
+        terminal: bool,
+        open: impl Fn() -> W + Send + 'static,
+    ) -> Progress {
+        if !terminal {
             return Progress {
                 stop: None,
                 thread: None,
@@ -31,7 +40,7 @@ impl Progress {
             // Nothing is drawn for quick steps.
             while !flag.load(Ordering::Relaxed) {
                 if started.elapsed() >= Duration::from_millis(150) {
-                    let mut err = std::io::stderr().lock();
+                    let mut err = open();
                     let _ = write!(
                         err,
                         "\r{} {what} ({:.1} s)\x1b[K",
@@ -44,7 +53,7 @@ impl Progress {
                 std::thread::sleep(Duration::from_millis(100));
             }
             if started.elapsed() >= Duration::from_millis(150) {
-                let mut err = std::io::stderr().lock();
+                let mut err = open();
                 let _ = write!(err, "\r\x1b[K");
                 let _ = err.flush();
             }
@@ -67,5 +76,58 @@ impl Drop for Progress {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A writer appending to a shared buffer.
+    #[derive(Clone, Default)]
+    struct Screen(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Screen {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Screen {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    fn step(terminal: bool, lasts: Duration) -> String {
+        let screen = Screen::default();
+        let drawn = screen.clone();
+        let progress = Progress::start_on("loading spec", terminal, move || drawn.clone());
+        std::thread::sleep(lasts);
+        progress.done();
+        screen.text()
+    }
+
+    #[test]
+    fn a_slow_step_on_a_terminal_shows_a_spinner_then_clears_its_line() {
+        let text = step(true, Duration::from_millis(600));
+        assert!(text.starts_with("\r| loading spec (0."), "{text:?}");
+        assert!(text.contains("\r/ loading spec"), "{text:?}");
+        assert!(text.ends_with("\r\x1b[K"), "{text:?}");
+    }
+
+    #[test]
+    fn a_quick_step_draws_nothing() {
+        assert_eq!(step(true, Duration::from_millis(20)), "");
+    }
+
+    #[test]
+    fn nothing_is_drawn_when_stderr_is_not_a_terminal() {
+        assert_eq!(step(false, Duration::from_millis(600)), "");
     }
 }

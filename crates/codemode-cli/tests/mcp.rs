@@ -167,6 +167,34 @@ fn a_pause_is_resolved_by_elicitation() {
 }
 
 #[test]
+fn a_pause_is_resolved_by_elicitation_over_streamable_http() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let url = format!("{}/mcp", server.base);
+    let code = "const t = await tasks.create_task({ title: 'asked over http' }); return t.title";
+    let v = client_with(&fx, "http", &[&url], &[code], Some("accept"));
+    let done = &v["calls"][0]["structuredContent"];
+    assert_eq!(done["status"], "completed", "{v}");
+    assert_eq!(done["result"], "asked over http");
+    assert!(
+        v["asked"][0]
+            .as_str()
+            .unwrap()
+            .contains("tasks.create_task"),
+        "{v}"
+    );
+
+    let v = client_with(&fx, "http", &[&url], &[code], Some("decline"));
+    let rejected = &v["calls"][0]["structuredContent"];
+    assert_eq!(rejected["status"], "rejected", "{v}");
+    let id = rejected["executionId"].as_str().unwrap();
+    let out = cli(dir.path(), &server.db, &["--json", "show", id]);
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["status"], "rejected");
+}
+
+#[test]
 fn wrap_puts_an_mcp_server_behind_the_code_tool() {
     let Some(fx) = fixtures() else { return };
     let everything = fx.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
