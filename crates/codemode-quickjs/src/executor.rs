@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use codemode::{ExecuteRequest, ExecuteResult, Executor, Host, PassEnd};
+use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 
 use crate::globals::RESERVED_GLOBALS;
@@ -62,11 +63,10 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Whether a pass may run on this thread: a multi-thread tokio worker (or its `block_on`
-/// thread) whose stack has room for the sandbox.
-fn caller_thread_fits(options: &QuickJsOptions) -> bool {
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+/// Whether a pass may run on this thread, inside `handle`'s runtime: a multi-thread tokio
+/// worker (or its `block_on` thread) whose stack has room for the sandbox.
+fn caller_thread_fits(handle: Option<&Handle>, options: &QuickJsOptions) -> bool {
+    let multi_thread = handle.is_some_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
     multi_thread && crate::stack::remaining().is_some_and(|room| room >= options.pass_stack_size())
 }
 
@@ -82,11 +82,11 @@ impl Executor for QuickJsExecutor {
         let job = PassJob {
             request,
             host,
-            handle: tokio::runtime::Handle::try_current().ok(),
+            handle: Handle::try_current().ok(),
             cancel,
             options: self.options.clone(),
         };
-        if self.options.caller_thread && caller_thread_fits(&self.options) {
+        if self.options.caller_thread && caller_thread_fits(job.handle.as_ref(), &self.options) {
             tokio::task::block_in_place(|| self.pool.run_here(Task { job, reply }));
         } else {
             self.pool.submit(Task { job, reply });

@@ -90,11 +90,14 @@ impl Fresh {
         })
     }
 
-    /// Whether a pass over `namespaces` can use this runtime: it has them installed, or none.
-    pub(crate) fn fits(&self, namespaces: &[Namespace]) -> bool {
-        self.declared
-            .as_ref()
-            .is_none_or(|declared| declared.as_slice() == namespaces)
+    /// Whether a pass over `namespaces` can use this runtime: it has none installed, or
+    /// exactly that set (the same allocation, so the check costs no comparison).
+    pub(crate) fn prepared_for(&self, namespaces: Option<&Arc<Vec<Namespace>>>) -> bool {
+        match (&self.declared, namespaces) {
+            (None, _) => true,
+            (Some(declared), Some(n)) => Arc::ptr_eq(declared, n),
+            (Some(_), None) => false,
+        }
     }
 }
 
@@ -416,10 +419,6 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
         cancel,
         options,
     } = job;
-    if !fresh.fits(&request.namespaces) {
-        let message = "internal error: the sandbox was prepared for other connectors";
-        return (failed(message, Vec::new()), fresh);
-    }
     let normalized = match normalize(&request.code, options.max_code_bytes) {
         Ok(n) => n,
         Err(e) => return (failed(e.to_string(), Vec::new()), fresh),
@@ -466,7 +465,8 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
 }
 
 struct Driver<'a> {
-    /// The fresh runtime already has the request's namespaces (the pool checked they match).
+    /// The fresh runtime already has the request's namespaces ([`crate::stock::Stock::take`]
+    /// hands out only runtimes prepared for the request's set, or for none).
     declared: bool,
     request: &'a ExecuteRequest,
     normalized: &'a Normalized,

@@ -1,4 +1,5 @@
-//! Sandbox threads: passes never run on the caller's (tokio) threads.
+//! Sandbox threads: by default passes never run on the caller's (tokio) threads; with
+//! `QuickJsOptions::with_caller_thread` the executor may run one here instead ([`Pool::run_here`]).
 //!
 //! The pool grows on demand up to `max_threads`, so a runaway script holds one thread and
 //! delays nothing else. Each pass takes a fresh runtime from the [`Stock`] and gives the
@@ -13,7 +14,6 @@ use std::thread;
 use codemode::{ExecuteResult, PassEnd};
 use tokio::sync::oneshot;
 
-use crate::globals::check_namespaces;
 use crate::options::QuickJsOptions;
 use crate::pass::{run_pass, PassJob};
 use crate::stock::Stock;
@@ -97,9 +97,7 @@ impl Pool {
             lock(&self.state).threads -= 1;
         }
     }
-}
 
-impl Pool {
     /// Runs a pass on the calling thread.
     pub(crate) fn run_here(&self, task: Task) {
         run(task, &self.options, &self.stock)
@@ -117,9 +115,6 @@ fn run(task: Task, options: &QuickJsOptions, stock: &Stock) {
     if task.reply.is_closed() {
         return;
     }
-    if let Err(e) = check_namespaces(&task.job.request.namespaces) {
-        return fail(task.reply, &e.to_string());
-    }
     match stock.take(options, &task.job.request.namespaces) {
         Ok(f) => {
             let job = task.job;
@@ -135,10 +130,7 @@ fn run(task: Task, options: &QuickJsOptions, stock: &Stock) {
                 ),
             }
         }
-        Err(e) => fail(
-            task.reply,
-            &format!("the sandbox could not be created: {e}"),
-        ),
+        Err(message) => fail(task.reply, &message),
     }
 }
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use codemode::Namespace;
 
+use crate::globals::check_namespaces;
 use crate::options::QuickJsOptions;
 use crate::pass::Fresh;
 
@@ -56,34 +57,43 @@ impl Stock {
         self.shelves.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A fresh runtime for a pass over `namespaces` (already checked): one made ahead of
-    /// time, or a new one if none that fits is ready. The background thread is woken only
-    /// by [`Stock::discard`], which every pass calls once its caller has the result.
+    /// A fresh runtime for a pass over `namespaces`: one made ahead of time, or a new one if
+    /// none is ready. Namespaces not seen before are checked first, and the runtimes made from
+    /// then on carry them. The background thread is woken only by [`Stock::discard`], which
+    /// every pass calls once its caller has the result.
     pub(crate) fn take(
         &self,
         options: &QuickJsOptions,
         namespaces: &[Namespace],
-    ) -> rquickjs::Result<Fresh> {
+    ) -> Result<Fresh, String> {
         let mut shelves = self.shelves();
         let known = shelves
             .namespaces
             .as_ref()
             .is_some_and(|n| n.as_slice() == namespaces);
         if !known {
-            // The connectors changed (or this is the first pass): runtimes made from now on
-            // carry these namespaces; ready ones made for others are freed.
-            shelves.namespaces = Some(Arc::new(namespaces.to_vec()));
-            let Shelves { ready, spent, .. } = &mut *shelves;
-            let (fit, stale): (Vec<Fresh>, Vec<Fresh>) =
-                ready.drain(..).partition(|f| f.fits(namespaces));
+            check_namespaces(namespaces).map_err(|e| e.to_string())?;
+            // The connectors changed (or this is the first pass): ready runtimes made for
+            // others are freed.
+            let current = Arc::new(namespaces.to_vec());
+            let Shelves {
+                ready,
+                spent,
+                namespaces: latest,
+            } = &mut *shelves;
+            let (fit, stale): (Vec<Fresh>, Vec<Fresh>) = ready
+                .drain(..)
+                .partition(|f| f.prepared_for(Some(&current)));
             *ready = fit;
             spent.extend(stale);
+            *latest = Some(current);
         }
         let fresh = shelves.ready.pop();
         drop(shelves);
         match fresh {
             Some(f) => Ok(f),
-            None => Fresh::new(options, None),
+            None => Fresh::new(options, None)
+                .map_err(|e| format!("the sandbox could not be created: {e}")),
         }
     }
 
@@ -109,7 +119,7 @@ impl Stock {
     fn tend(&self, options: &QuickJsOptions) {
         lower_priority();
         loop {
-            let spent = {
+            let chore = {
                 let mut shelves = self.shelves();
                 while shelves.ready.len() >= READY_TARGET
                     && shelves.spent.is_empty()
@@ -123,26 +133,25 @@ impl Stock {
                     drop((ready, spent));
                     return;
                 }
+                // Freeing first returns memory before more is taken.
                 match shelves.spent.pop() {
-                    Some(spent) => Err(spent),
-                    None => Ok(shelves.namespaces.clone()),
+                    Some(spent) => Chore::Free(spent),
+                    None => Chore::Make(shelves.namespaces.clone()),
                 }
             };
-            let namespaces = match spent {
-                // Freeing first returns memory before more is taken.
-                Err(spent) => {
+            let namespaces = match chore {
+                Chore::Free(spent) => {
                     drop(spent);
                     continue;
                 }
-                Ok(namespaces) => namespaces,
+                Chore::Make(namespaces) => namespaces,
             };
             // Namespaces that cannot be installed (a pass then reports why) are left to the pass.
-            let made =
-                Fresh::new(options, namespaces.clone()).or_else(|_| Fresh::new(options, None));
+            let made = Fresh::new(options, namespaces).or_else(|_| Fresh::new(options, None));
             match made {
                 Ok(f) => {
                     let mut shelves = self.shelves();
-                    if f.fits(shelves.namespaces.as_deref().map_or(&[], |n| n.as_slice())) {
+                    if f.prepared_for(shelves.namespaces.as_ref()) {
                         shelves.ready.push(f);
                     } else {
                         // The connectors changed while it was made.
@@ -153,6 +162,14 @@ impl Stock {
             }
         }
     }
+}
+
+/// What the background thread does next.
+enum Chore {
+    /// Free a spent runtime.
+    Free(Fresh),
+    /// Make a runtime with these namespaces installed.
+    Make(Option<Arc<Vec<Namespace>>>),
 }
 
 /// Moves the calling thread to the idle scheduling class: it runs only when a CPU has
