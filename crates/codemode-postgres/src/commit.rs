@@ -8,7 +8,7 @@
 
 use crate::codec::{json, seq_to_sql};
 use crate::error::Ctx;
-use codemode::{Commit, ExecutionStatus, Lease, LogEntry, StoreError};
+use codemode::{check_transition, Commit, ExecutionStatus, Lease, LogEntry, StoreError};
 use deadpool_postgres::Client;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -166,7 +166,7 @@ pub(crate) async fn commit(
     let entries = EntryArrays::new(&commit.entries)?;
     let matched: i64 = match &commit.transition {
         Some(t) => {
-            legal(t.from, t.to)?;
+            check_transition(t.from, t.to)?;
             let result = t.result.as_ref().map(json).transpose()?;
             let logs = t
                 .logs
@@ -228,7 +228,7 @@ pub(crate) async fn claim(
     lease: &Lease,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
-    legal(from, ExecutionStatus::Running)?;
+    check_transition(from, ExecutionStatus::Running)?;
     let stmt = client
         .prepare_cached(CLAIM)
         .await
@@ -248,15 +248,4 @@ pub(crate) async fn claim(
         .await
         .ctx(loc, "claiming an execution")?;
     Ok(changed == 1)
-}
-
-/// Refuses a transition that is not in the core's table: a caller bug, never written.
-fn legal(from: ExecutionStatus, to: ExecutionStatus) -> Result<(), StoreError> {
-    if from.can_become(to) {
-        Ok(())
-    } else {
-        Err(StoreError::Backend(format!(
-            "illegal status transition {from} -> {to}"
-        )))
-    }
 }

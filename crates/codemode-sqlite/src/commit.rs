@@ -2,7 +2,9 @@
 
 use crate::codec::{json, json_strings, seq_to_sql, Ctx};
 use crate::tx::Tx;
-use codemode::{Commit, ExecutionStatus, Lease, LogEntry, StoreError, Transition};
+use codemode::{
+    check_transition, Commit, ExecutionStatus, Lease, LogEntry, StoreError, Transition,
+};
 use rusqlite::{params, Connection};
 
 /// Every column is replaced, so `OR REPLACE` (delete + insert of the one row) is the upsert;
@@ -46,7 +48,7 @@ pub(crate) fn commit(
     commit: &Commit,
 ) -> Result<bool, StoreError> {
     if let Some(t) = &commit.transition {
-        legal(t.from, t.to)?;
+        check_transition(t.from, t.to)?;
     }
     let tx = Tx::write(conn, loc)?;
     let id = commit.execution_id.as_str();
@@ -148,7 +150,7 @@ pub(crate) fn claim(
     lease: &Lease,
     now_ms: i64,
 ) -> Result<bool, StoreError> {
-    legal(from, ExecutionStatus::Running)?;
+    check_transition(from, ExecutionStatus::Running)?;
     let changed = conn
         .prepare_cached(CLAIM)
         .and_then(|mut s| {
@@ -163,15 +165,4 @@ pub(crate) fn claim(
         })
         .ctx(loc, "claiming an execution")?;
     Ok(changed == 1)
-}
-
-/// Refuses a transition that is not in the core's table: a caller bug, never written.
-fn legal(from: ExecutionStatus, to: ExecutionStatus) -> Result<(), StoreError> {
-    if from.can_become(to) {
-        Ok(())
-    } else {
-        Err(StoreError::Backend(format!(
-            "illegal status transition {from} -> {to}"
-        )))
-    }
 }

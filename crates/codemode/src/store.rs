@@ -35,6 +35,18 @@ pub struct Transition {
     pub at_ms: i64,
 }
 
+/// Refuses a status change outside the core's transition table (a caller bug): stores call
+/// it before writing one, so an illegal change is never written.
+pub fn check_transition(from: ExecutionStatus, to: ExecutionStatus) -> Result<(), StoreError> {
+    if from.can_become(to) {
+        Ok(())
+    } else {
+        Err(StoreError::Backend(format!(
+            "illegal status transition {from} -> {to}"
+        )))
+    }
+}
+
 impl Transition {
     /// A bare status change at `at_ms`.
     pub fn new(from: ExecutionStatus, to: ExecutionStatus, at_ms: i64) -> Self {
