@@ -7,9 +7,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use common::KeepAlive;
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -21,70 +20,6 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
 
-/// One keep-alive HTTP/1.1 connection.
-struct Connection {
-    host: String,
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Connection {
-    fn open(base: &str) -> Connection {
-        let host = base
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .to_string();
-        let stream = TcpStream::connect(&host).unwrap();
-        stream.set_nodelay(true).unwrap();
-        Connection {
-            host,
-            reader: BufReader::new(stream.try_clone().unwrap()),
-            writer: stream,
-        }
-    }
-
-    fn post(&mut self, path: &str, body: &Value) -> Value {
-        let body = body.to_string();
-        let request = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            self.host,
-            body.len()
-        );
-        self.send(&request)
-    }
-
-    fn get(&mut self, path: &str) -> Value {
-        let request = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n\r\n", self.host);
-        self.send(&request)
-    }
-
-    fn send(&mut self, request: &str) -> Value {
-        self.writer.write_all(request.as_bytes()).unwrap();
-        let mut length = 0usize;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            self.reader.read_line(&mut line).unwrap();
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap();
-                }
-            }
-        }
-        let mut buf = vec![0; length];
-        self.reader.read_exact(&mut buf).unwrap();
-        serde_json::from_slice(&buf).unwrap()
-    }
-
-    fn run(&mut self, code: &str) -> Value {
-        self.post("/api/run", &json!({ "code": code }))
-    }
-}
-
 fn main() {
     let iterations: usize = std::env::var("CODEMODE_BENCH_N")
         .ok()
@@ -92,7 +27,7 @@ fn main() {
         .unwrap_or(200);
     let dir = tempfile::tempdir().unwrap();
     let server = common::serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
-    let mut c = Connection::open(&server.base);
+    let mut c = KeepAlive::open(&server.base);
 
     let cases: [(&str, &str); 3] = [
         ("async () => 1", "async () => 1"),
@@ -133,13 +68,18 @@ fn main() {
 
     let code = "return await tasks.create_task({ title: 'bench' })";
     let mut times = Vec::with_capacity(iterations);
+    let mut pauses = Vec::with_capacity(iterations);
+    let mut approvals = Vec::with_capacity(iterations);
     for i in 0..iterations + 10 {
         let t = Instant::now();
         let paused = c.run(code);
+        let half = t.elapsed();
         let id = paused["executionId"].as_str().unwrap().to_string();
         let done = c.post(&format!("/api/executions/{id}/approve"), &json!({}));
         if i >= 10 {
             times.push(t.elapsed());
+            pauses.push(half);
+            approvals.push(t.elapsed() - half);
         }
         assert_eq!(done["status"], "completed", "{done}");
     }
@@ -147,5 +87,15 @@ fn main() {
         "  {:<36} {}",
         "create_task paused, then approved",
         ms(median(times))
+    );
+    println!(
+        "  {:<36} {}",
+        "  of which the paused run",
+        ms(median(pauses))
+    );
+    println!(
+        "  {:<36} {}",
+        "  of which the approval",
+        ms(median(approvals))
     );
 }

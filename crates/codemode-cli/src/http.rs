@@ -84,6 +84,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
+/// A body the route does not use, read to its end so the connection can be kept alive (a
+/// body left unread makes the server close the connection once it has answered).
+pub struct Drained;
+
+impl<S: Send + Sync> FromRequest<S> for Drained {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        axum::body::Bytes::from_request(req, state)
+            .await
+            .map(|_| Drained)
+            .map_err(|r| ApiError(r.status(), r.body_text()))
+    }
+}
+
 type ApiResult = Result<Json<Value>, ApiError>;
 
 fn to_json<T: serde::Serialize>(v: T) -> ApiResult {
@@ -198,7 +213,11 @@ async fn execution(State(s): State<AppState>, Path(id): Path<String>) -> ApiResu
     }
 }
 
-async fn delete_execution(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult {
+async fn delete_execution(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    _: Drained,
+) -> ApiResult {
     if s.runtime.delete_execution(&id).await? {
         Ok(Json(json!({"deleted": id})))
     } else {
@@ -206,7 +225,7 @@ async fn delete_execution(State(s): State<AppState>, Path(id): Path<String>) -> 
     }
 }
 
-async fn approve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult {
+async fn approve(State(s): State<AppState>, Path(id): Path<String>, _: Drained) -> ApiResult {
     to_json(s.runtime.approve(&id).await?)
 }
 
@@ -239,7 +258,7 @@ async fn reject(
     }
 }
 
-async fn rollback(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult {
+async fn rollback(State(s): State<AppState>, Path(id): Path<String>, _: Drained) -> ApiResult {
     to_json(s.runtime.rollback(&id).await?)
 }
 
@@ -303,7 +322,11 @@ async fn save_snippet(State(s): State<AppState>, Body(b): Body<SnippetBody>) -> 
     to_json(snippet)
 }
 
-async fn delete_snippet(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult {
+async fn delete_snippet(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    _: Drained,
+) -> ApiResult {
     if s.runtime.delete_snippet(&name).await? {
         Ok(Json(json!({"deleted": name})))
     } else {

@@ -148,6 +148,29 @@ async fn bad_bodies_are_json_errors() {
     assert_eq!(e["status"], "rejected");
 }
 
+/// A route that ignores its body still reads it, so the connection stays open even when the
+/// body arrives after the headers.
+#[test]
+fn a_body_a_route_ignores_keeps_the_connection_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let mut c = common::KeepAlive::open(&server.base);
+    let paused = c.run("return await tasks.create_task({ title: 'late body' })");
+    let id = paused["executionId"].as_str().unwrap().to_string();
+    for (step, status) in [("approve", "completed"), ("rollback", "rolled_back")] {
+        let head = c.head("POST", &format!("/api/executions/{id}/{step}"), Some(2));
+        c.write(head.as_bytes()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        c.write(b"{}").unwrap();
+        let answer = c.answer().unwrap();
+        assert_eq!(answer["status"], status, "{step}: {answer}");
+        // The same connection answers the next request.
+        let head = c.head("GET", "/healthz", None);
+        let health = c.write(head.as_bytes()).and_then(|()| c.answer());
+        assert!(health.is_ok(), "{step}: the server closed the connection");
+    }
+}
+
 #[tokio::test]
 async fn off_loopback_requires_the_token() {
     let dir = tempfile::tempdir().unwrap();

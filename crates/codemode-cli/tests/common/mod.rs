@@ -2,7 +2,8 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
@@ -103,4 +104,90 @@ pub async fn get(c: &reqwest::Client, url: String) -> (u16, serde_json::Value) {
     let r = c.get(url).send().await.unwrap();
     let status = r.status().as_u16();
     (status, r.json().await.unwrap_or(serde_json::Value::Null))
+}
+
+/// One keep-alive HTTP/1.1 connection on a blocking socket: no pooling and no reconnecting,
+/// so a test sees when the server closes it.
+pub struct KeepAlive {
+    host: String,
+    writer: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl KeepAlive {
+    /// Connects to `base` (`http://host:port`).
+    pub fn open(base: &str) -> KeepAlive {
+        let host = base
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        let stream = TcpStream::connect(&host).unwrap();
+        stream.set_nodelay(true).unwrap();
+        KeepAlive {
+            host,
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            writer: stream,
+        }
+    }
+
+    /// `POST path` with a JSON body; the JSON answer.
+    pub fn post(&mut self, path: &str, body: &serde_json::Value) -> serde_json::Value {
+        let body = body.to_string();
+        self.write(self.head("POST", path, Some(body.len())).as_bytes())
+            .and_then(|()| self.write(body.as_bytes()))
+            .and_then(|()| self.answer())
+            .unwrap()
+    }
+
+    /// `GET path`; the JSON answer.
+    pub fn get(&mut self, path: &str) -> serde_json::Value {
+        self.write(self.head("GET", path, None).as_bytes())
+            .and_then(|()| self.answer())
+            .unwrap()
+    }
+
+    /// `POST /api/run {code}`; the outcome.
+    pub fn run(&mut self, code: &str) -> serde_json::Value {
+        self.post("/api/run", &serde_json::json!({ "code": code }))
+    }
+
+    /// The request line and headers of a request (with a JSON body of `length` bytes).
+    pub fn head(&self, method: &str, path: &str, length: Option<usize>) -> String {
+        let body = length.map_or(String::new(), |n| {
+            format!("Content-Type: application/json\r\nContent-Length: {n}\r\n")
+        });
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{body}\r\n",
+            self.host
+        )
+    }
+
+    /// Writes raw bytes of a request.
+    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.writer.write_all(bytes)
+    }
+
+    /// Reads one response and parses its body as JSON; an error if the server closed.
+    pub fn answer(&mut self) -> std::io::Result<serde_json::Value> {
+        let mut length = 0usize;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.reader.read_line(&mut line)? == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+        }
+        let mut buf = vec![0; length];
+        self.reader.read_exact(&mut buf)?;
+        Ok(serde_json::from_slice(&buf)?)
+    }
 }
