@@ -5,7 +5,7 @@ use codemode::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes and reads (`codemode_schema_version.version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -62,6 +62,13 @@ CREATE TABLE codemode_snippets (
     connectors   TEXT NOT NULL,
     PRIMARY KEY (runtime, name)
 );
+";
+
+/// Version 2: an index of terminal executions only, so the prune on every insert walks the
+/// `keep` newest of them instead of every execution (paused ones can pile up for a day).
+const V2: &str = "
+CREATE INDEX codemode_executions_terminal ON codemode_executions (runtime, created_at, pk)
+    WHERE status IN ('completed', 'error', 'rejected', 'rolled_back');
 ";
 
 const VERSION_TABLE: &str = "

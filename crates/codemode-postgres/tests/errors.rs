@@ -62,6 +62,39 @@ async fn a_newer_schema_is_refused() {
     }
 }
 
+/// A database written by version 1 (before the index of terminal executions) is migrated on
+/// connect and keeps its executions.
+#[tokio::test]
+async fn a_version_1_database_is_migrated_and_keeps_its_executions() {
+    let (db, store) = setup_or_skip!("a_version_1_database_is_migrated");
+    common::insert(&store, "rt", "e1", "n", 1).await;
+    store.close();
+    let client = common::raw(db.url()).await;
+    client
+        .batch_execute(
+            "DROP INDEX codemode_executions_terminal;
+             UPDATE codemode_schema_version SET version = 1;",
+        )
+        .await
+        .unwrap();
+    let store = PostgresStore::connect(db.url()).await.unwrap();
+    assert!(store.execution("rt", "e1").await.unwrap().is_some());
+    let version: i64 = client
+        .query_one("SELECT version FROM codemode_schema_version", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let index: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'codemode_executions_terminal'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!((version, index), (codemode_postgres::SCHEMA_VERSION, 1));
+}
+
 #[tokio::test]
 async fn a_role_without_privileges() {
     let Some(db) = ScratchDatabase::for_tests("a_role_without_privileges")

@@ -87,6 +87,39 @@ fn main() {
         }),
     );
 
+    // Paused executions wait up to a day for a person; retention must not walk them all.
+    for i in 0..1_000 {
+        let id = format!("paused-{i}");
+        rt.block_on(store.insert_execution(RT, &execution(&id), &lease, 50))
+            .unwrap();
+        let c = Commit {
+            transition: Some(Transition::new(
+                ExecutionStatus::Running,
+                ExecutionStatus::Paused,
+                2,
+            )),
+            ..commit(&id, vec![])
+        };
+        assert!(rt.block_on(store.commit(RT, &c)).unwrap());
+    }
+    report(
+        "the same with 1,000 paused executions",
+        measure(N, |i| {
+            let id = format!("run-paused-{i}");
+            rt.block_on(store.insert_execution(RT, &execution(&id), &lease, 50))
+                .unwrap();
+            let c = Commit {
+                transition: Some(Transition::new(
+                    ExecutionStatus::Running,
+                    ExecutionStatus::Completed,
+                    2,
+                )),
+                ..commit(&id, vec![])
+            };
+            assert!(rt.block_on(store.commit(RT, &c)).unwrap());
+        }),
+    );
+
     let mut hundred = execution("hundred");
     hundred.log = (0..100).map(entry).collect();
     rt.block_on(store.insert_execution(RT, &hundred, &lease, 50))

@@ -287,3 +287,27 @@ pub(crate) fn pending(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::BEYOND_KEEP;
+
+    /// The prune on every insert walks the index of terminal executions, not every execution.
+    #[test]
+    fn the_prune_query_uses_the_index_of_terminal_executions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.db");
+        let loc = path.display().to_string();
+        let conn = crate::open::open(&path, &loc, &crate::SqliteOptions::default()).unwrap();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {BEYOND_KEEP}"))
+            .unwrap()
+            .query_map(rusqlite::params!["default", 50], |r| r.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let plan = plan.join("; ");
+        assert!(plan.contains("USING INDEX executions_terminal"), "{plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "the prune sorts: {plan}");
+    }
+}

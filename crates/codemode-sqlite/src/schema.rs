@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const APPLICATION_ID: i32 = 0x436f_4d6f;
 
 /// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -58,6 +58,13 @@ CREATE TABLE snippets (
     connectors   TEXT NOT NULL,
     PRIMARY KEY (runtime, name)
 ) WITHOUT ROWID;
+";
+
+/// Version 2: an index of terminal executions only, so the prune on every insert walks the
+/// `keep` newest of them instead of every execution (paused ones can pile up for a day).
+const V2: &str = "
+CREATE INDEX executions_terminal ON executions (runtime, created_at, pk)
+    WHERE status IN ('completed', 'error', 'rejected', 'rolled_back');
 ";
 
 /// Refuses a database that is not ours or is newer than this build, before anything is written.

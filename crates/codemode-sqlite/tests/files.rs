@@ -133,6 +133,34 @@ async fn a_database_of_a_newer_schema_is_refused() {
     assert!(text.contains("newer"), "{text}");
 }
 
+/// A file written by version 1 (before the index of terminal executions) is migrated on open
+/// and keeps its executions.
+#[tokio::test]
+async fn a_version_1_file_is_migrated_and_keeps_its_executions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    filled(&path, 3).await;
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("DROP INDEX executions_terminal; PRAGMA user_version = 1;")
+            .unwrap();
+    }
+    let s = SqliteStore::open(&path).unwrap();
+    assert_eq!(s.executions(RT, None, None).await.unwrap().len(), 3);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    let index: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'executions_terminal'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!((version, index), (SCHEMA_VERSION, 1));
+}
+
 #[tokio::test]
 async fn a_damaged_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
