@@ -50,9 +50,10 @@ impl TaskDb {
         f(&conn).map_err(|e| ToolError(format!("tasks database: {e}")))
     }
 
-    /// Every task and note.
+    /// Every task and note, read in one snapshot.
     pub fn list(&self) -> Result<Value, ToolError> {
         self.with(|c| {
+            let snapshot = c.unchecked_transaction()?;
             let mut s = c.prepare_cached("SELECT id, title, done FROM demo_tasks ORDER BY id")?;
             let tasks = s
                 .query_map([], |r| {
@@ -65,6 +66,7 @@ impl TaskDb {
                     Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?}))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
+            snapshot.commit()?;
             Ok(json!({"tasks": tasks, "notes": notes}))
         })
     }
@@ -72,13 +74,12 @@ impl TaskDb {
     /// Creates a task once per call key (a re-run after a crash finds the same task).
     pub fn create(&self, title: &str, key: &str) -> Result<Value, ToolError> {
         self.with(|c| {
-            c.execute(
+            c.prepare_cached(
                 "INSERT INTO demo_tasks (title, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING",
-                params![title, key],
-            )?;
-            c.query_row(
-                "SELECT id, title, done FROM demo_tasks WHERE call_key = ?1",
-                [key],
+            )?
+            .execute(params![title, key])?;
+            c.prepare_cached("SELECT id, title, done FROM demo_tasks WHERE call_key = ?1")?
+                .query_row([key],
                 |r| Ok(json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0})),
             )
         })
@@ -110,13 +111,12 @@ impl TaskDb {
     /// Adds a note once per call key.
     pub fn add_note(&self, text: &str, key: &str) -> Result<Value, ToolError> {
         self.with(|c| {
-            c.execute(
+            c.prepare_cached(
                 "INSERT INTO demo_notes (text, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING",
-                params![text, key],
-            )?;
-            c.query_row(
-                "SELECT id, text FROM demo_notes WHERE call_key = ?1",
-                [key],
+            )?
+            .execute(params![text, key])?;
+            c.prepare_cached("SELECT id, text FROM demo_notes WHERE call_key = ?1")?
+                .query_row([key],
                 |r| Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?})),
             )
         })
