@@ -131,6 +131,17 @@ fn parts() {
             })
         });
     }
+    for code in [
+        "async () => 1",
+        "return await tasks.create_task({ title: 'bench' })",
+    ] {
+        let wrapped = codemode_quickjs::normalize(code, 1_000_000).unwrap().source;
+        time(&format!("compile `{code}` (wrapped)"), &mut || {
+            ctx.with(|ctx| {
+                let _: rquickjs::Value = ctx.eval(wrapped.as_str()).unwrap();
+            })
+        });
+    }
     time("compile the glue script", &mut || {
         ctx.with(|ctx| {
             let _: rquickjs::Value = ctx.eval(glue).unwrap();
