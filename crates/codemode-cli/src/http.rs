@@ -111,8 +111,13 @@ fn not_found(what: &str) -> ApiError {
     ApiError(StatusCode::NOT_FOUND, what.to_string())
 }
 
-/// Builds the router: API, MCP and health.
-pub fn router(state: AppState, max_body: usize, loopback: bool) -> Router {
+/// Builds the router: API, MCP and health. Cancelling `shutdown` ends the MCP sessions.
+pub fn router(
+    state: AppState,
+    max_body: usize,
+    loopback: bool,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Router {
     let api = Router::new()
         .route("/api/run", post(run))
         .route("/api/pending", get(pending))
@@ -133,7 +138,7 @@ pub fn router(state: AppState, max_body: usize, loopback: bool) -> Router {
         .route("/api/tool", get(tool))
         .route("/api/connectors", get(connectors))
         .route("/api/types", get(types))
-        .nest_service("/mcp", mcp::http_service(state.clone(), loopback))
+        .nest_service("/mcp", mcp::http_service(state.clone(), loopback, shutdown))
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .layer(DefaultBodyLimit::max(max_body));

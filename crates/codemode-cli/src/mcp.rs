@@ -14,6 +14,7 @@ use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// The MCP handler over the shared state.
 #[derive(Clone)]
@@ -180,12 +181,15 @@ impl ServerHandler for CodemodeMcp {
 /// The Streamable HTTP service mounted at `/mcp`.
 /// On loopback the `Host` header is checked against local names (DNS-rebinding protection);
 /// elsewhere the bearer token guards the endpoint and any host is accepted.
+/// Cancelling `shutdown` ends every MCP session and its open event stream, so a connected
+/// client does not hold up a graceful shutdown.
 pub fn http_service(
     state: AppState,
     loopback: bool,
+    shutdown: CancellationToken,
 ) -> StreamableHttpService<CodemodeMcp, LocalSessionManager> {
     let handler = CodemodeMcp::new(state);
-    let mut config = StreamableHttpServerConfig::default();
+    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown);
     if !loopback {
         config = config.disable_allowed_hosts();
     }

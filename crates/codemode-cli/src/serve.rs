@@ -6,6 +6,7 @@ use crate::http::{self, AppState};
 use crate::mcp;
 use anyhow::{bail, Context, Result};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// Flags of `codemode serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -78,7 +79,8 @@ async fn serve_with(settings: Settings, args: &ServeArgs, token_env: Option<Stri
         )),
     };
     let max_body = settings.config.limits.max_body_bytes.unwrap_or(1024 * 1024);
-    let router = http::router(state, max_body, loopback);
+    let shutdown = CancellationToken::new();
+    let router = http::router(state, max_body, loopback, shutdown.clone());
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr} (is another codemode serve running there? pick another with --listen)"))?;
@@ -103,14 +105,28 @@ async fn serve_with(settings: Settings, args: &ServeArgs, token_env: Option<Stri
     );
     eprintln!("  {me} pending {store_flag}");
     axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(shutdown_signal(shutdown))
         .await
         .context("HTTP server failed")?;
     Ok(())
 }
 
-/// Resolves on Ctrl-C or SIGTERM; in-flight requests then finish before the server exits.
-async fn shutdown_signal() {
+/// Resolves on the first Ctrl-C or SIGTERM, after ending the MCP sessions (a client's open
+/// event stream would otherwise hold the server up for good); in-flight requests then finish.
+/// A second signal exits at once.
+async fn shutdown_signal(mcp_sessions: CancellationToken) {
+    termination().await;
+    eprintln!("codemode: shutting down; in-flight requests finish first (Ctrl-C again exits now)");
+    mcp_sessions.cancel();
+    tokio::spawn(async {
+        termination().await;
+        eprintln!("codemode: exiting now; a pass that was still running leaves its execution `running` for `codemode expire`");
+        std::process::exit(130);
+    });
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn termination() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -129,7 +145,6 @@ async fn shutdown_signal() {
         _ = ctrl_c => {}
         _ = term => {}
     }
-    eprintln!("codemode: shutting down; in-flight requests finish first");
 }
 
 /// How to invoke this binary again: `codemode` when that is what is on the PATH, else its path.

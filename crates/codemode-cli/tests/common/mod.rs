@@ -15,6 +15,32 @@ pub struct Server {
     pub child: Child,
     pub base: String,
     pub db: PathBuf,
+    /// Everything the server wrote to stderr after its address, as it arrives.
+    pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Server {
+    /// Sends `signal` (`INT`, `TERM`) to the server.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// Waits up to `limit` for the server to exit; its exit code, or `None` if it still runs.
+    pub fn wait_exit(&mut self, limit: std::time::Duration) -> Option<i32> {
+        let until = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < until {
+            if let Some(status) = self.child.try_wait().expect("wait for serve") {
+                return Some(status.code().unwrap_or(-1));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        None
+    }
 }
 
 impl Drop for Server {
@@ -63,8 +89,21 @@ pub fn serve_on(dir: &Path, store: &str, args: &[&str], env: &[(&str, &str)]) ->
         }
     };
     // Keep draining stderr so the child never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, base, db }
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = stderr.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let mut text = sink.lock().unwrap();
+            text.push_str(&line);
+            text.push('\n');
+        }
+    });
+    Server {
+        child,
+        base,
+        db,
+        stderr,
+    }
 }
 
 /// Runs a CLI command on the database and returns its output.
