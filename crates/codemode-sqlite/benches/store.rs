@@ -69,54 +69,28 @@ fn main() {
         }),
     );
 
-    report(
-        "insert_execution + commit to completed",
-        measure(N, |i| {
-            let id = format!("run-{i}");
-            rt.block_on(store.insert_execution(RT, &execution(&id), &lease, 50))
-                .unwrap();
-            let c = Commit {
-                transition: Some(Transition::new(
-                    ExecutionStatus::Running,
-                    ExecutionStatus::Completed,
-                    2,
-                )),
-                ..commit(&id, vec![])
-            };
-            assert!(rt.block_on(store.commit(RT, &c)).unwrap());
-        }),
-    );
-
-    // Paused executions wait up to a day for a person; retention must not walk them all.
-    for i in 0..1_000 {
-        let id = format!("paused-{i}");
-        rt.block_on(store.insert_execution(RT, &execution(&id), &lease, 50))
+    // A run from start to end: inserted `running` (with the retention prune), then moved to `to`.
+    let run = |id: &str, to: ExecutionStatus| {
+        rt.block_on(store.insert_execution(RT, &execution(id), &lease, 50))
             .unwrap();
         let c = Commit {
-            transition: Some(Transition::new(
-                ExecutionStatus::Running,
-                ExecutionStatus::Paused,
-                2,
-            )),
-            ..commit(&id, vec![])
+            transition: Some(Transition::new(ExecutionStatus::Running, to, 2)),
+            ..commit(id, vec![])
         };
         assert!(rt.block_on(store.commit(RT, &c)).unwrap());
+    };
+    report(
+        "insert_execution + commit to completed",
+        measure(N, |i| run(&format!("run-{i}"), ExecutionStatus::Completed)),
+    );
+    // Paused executions wait up to a day for a person; retention must not walk them all.
+    for i in 0..1_000 {
+        run(&format!("paused-{i}"), ExecutionStatus::Paused);
     }
     report(
         "the same with 1,000 paused executions",
         measure(N, |i| {
-            let id = format!("run-paused-{i}");
-            rt.block_on(store.insert_execution(RT, &execution(&id), &lease, 50))
-                .unwrap();
-            let c = Commit {
-                transition: Some(Transition::new(
-                    ExecutionStatus::Running,
-                    ExecutionStatus::Completed,
-                    2,
-                )),
-                ..commit(&id, vec![])
-            };
-            assert!(rt.block_on(store.commit(RT, &c)).unwrap());
+            run(&format!("run-paused-{i}"), ExecutionStatus::Completed)
         }),
     );
 
