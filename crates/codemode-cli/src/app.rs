@@ -270,3 +270,21 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
 pub fn show_path(p: &Path) -> String {
     p.display().to_string()
 }
+
+/// How to invoke this binary again: `codemode` when that is what is on the PATH, else its path.
+pub fn self_command() -> String {
+    let exe = std::env::current_exe().ok();
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| {
+            let candidate = dir.join("codemode");
+            candidate.exists()
+                && exe.as_ref().is_some_and(|e| {
+                    std::fs::canonicalize(&candidate).ok() == std::fs::canonicalize(e).ok()
+                })
+        })
+    });
+    match exe {
+        Some(e) if !on_path => e.display().to_string(),
+        _ => "codemode".to_string(),
+    }
+}

@@ -98,7 +98,7 @@ async fn serve_with(settings: Settings, args: &ServeArgs, token_env: Option<Stri
     for (name, error) in failed.iter() {
         eprintln!("  connector {name} FAILED: {error}");
     }
-    let me = self_command();
+    let me = app::self_command();
     eprintln!("try:");
     eprintln!(
         "  {me} run {store_flag} -e 'return await tasks.create_task({{ title: \"try codemode\" }})'"
@@ -144,23 +144,5 @@ async fn termination() {
     tokio::select! {
         _ = ctrl_c => {}
         _ = term => {}
-    }
-}
-
-/// How to invoke this binary again: `codemode` when that is what is on the PATH, else its path.
-fn self_command() -> String {
-    let exe = std::env::current_exe().ok();
-    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| {
-            let candidate = dir.join("codemode");
-            candidate.exists()
-                && exe.as_ref().is_some_and(|e| {
-                    std::fs::canonicalize(&candidate).ok() == std::fs::canonicalize(e).ok()
-                })
-        })
-    });
-    match exe {
-        Some(e) if !on_path => e.display().to_string(),
-        _ => "codemode".to_string(),
     }
 }

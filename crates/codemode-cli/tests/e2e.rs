@@ -301,6 +301,42 @@ fn cli_run_pause_approve_and_unknown_id() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("does-not-exist"));
 }
 
+/// The approve line printed for a pause is a command that works as printed, from anywhere:
+/// it names this binary and the store.
+#[test]
+fn the_printed_approve_line_works_from_another_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state").join("c.db");
+    let out = cli(
+        dir.path(),
+        &db,
+        &[
+            "run",
+            "-e",
+            "return await tasks.create_task({title:'hinted'})",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("approve: "))
+        .unwrap_or_else(|| panic!("no approve line in:\n{text}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = Command::new(words[0])
+        .args(&words[1..])
+        .current_dir(elsewhere.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hinted"));
+}
+
 #[test]
 fn a_busy_port_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -163,13 +163,30 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         crate::openapi_mcp::run(&cli.common, args).await?;
         return Ok(ExitCode::SUCCESS);
     }
-    let out = output::Printer { json: cli.json };
+    let me = app::self_command();
     if let Some(server) = &cli.server {
         let remote = remote::Remote::new(server, cli.common.token_env.as_deref())?;
+        let token = cli
+            .common
+            .token_env
+            .as_ref()
+            .map_or(String::new(), |var| format!(" --token-env {var}"));
+        let out = output::Printer {
+            json: cli.json,
+            again: format!("{me} --server {server}{token}"),
+        };
         return remote_dispatch(&remote, &out, cli.json, cli.command).await;
     }
     let settings = Settings::load(&cli.common)?;
     let app = app::build(&settings).await?;
+    let config = settings
+        .config_path
+        .as_ref()
+        .map_or(String::new(), |p| format!(" --config {}", p.display()));
+    let out = output::Printer {
+        json: cli.json,
+        again: format!("{me} {}{config}", app.store_flag),
+    };
     let rt = app.runtime;
     match cli.command {
         Command::Serve(_) | Command::Wrap { .. } | Command::Openapi(_) => {

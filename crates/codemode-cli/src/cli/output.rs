@@ -8,6 +8,8 @@ use serde_json::Value;
 pub struct Printer {
     /// JSON instead of text.
     pub json: bool,
+    /// How to run this binary again on the same store or server, for the hints in the text.
+    pub again: String,
 }
 
 /// Pretty JSON for human output.
@@ -105,8 +107,9 @@ impl Printer {
                     ));
                 }
                 s.push_str(&format!(
-                    "approve: codemode approve {execution_id}\nreject:  codemode reject {execution_id} {}",
-                    pending.first().map(|p| p.seq).unwrap_or(0)
+                    "approve: {again} approve {execution_id}\nreject:  {again} reject {execution_id} {}",
+                    pending.first().map(|p| p.seq).unwrap_or(0),
+                    again = self.again,
                 ));
                 s
             }
