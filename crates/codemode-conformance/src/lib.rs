@@ -5,10 +5,13 @@
 //! snippets) with the outcome each must have, and the log states and connector-side
 //! effects expected at the end. [`run_scenario`] runs one against any [`Store`], with the
 //! real QuickJS sandbox, so the same suite holds every store to the same semantics.
+//! [`store_contract`] holds every store to the `Store` trait's own contract, method by
+//! method.
 
 pub mod journal;
 pub mod probe;
 pub mod scenario;
+pub mod store_contract;
 
 pub use probe::{Probe, ProbeRecord};
 pub use scenario::{load_scenarios, run_all, run_scenario, Scenario};

@@ -3,7 +3,7 @@
 
 use codemode::{EntryState, Execution, ExecutionStatus, Lease, LogEntry, Store};
 use codemode_postgres::{PostgresStore, ScratchDatabase};
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// A scratch database and a store on it; `None` (after a loud SKIPPED line) without a server.
 pub async fn setup(test: &str) -> Option<(ScratchDatabase, PostgresStore)> {
@@ -75,11 +75,6 @@ pub async fn insert(store: &dyn Store, runtime: &str, id: &str, owner: &str, at:
         )
         .await
         .expect("insert");
-}
-
-/// A JSON value for tests.
-pub fn v(x: Value) -> Value {
-    x
 }
 
 /// A plain connection to `url`, for statements the store never makes.

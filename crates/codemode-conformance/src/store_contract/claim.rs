@@ -1,0 +1,120 @@
+//! Claims: moving an execution to `running` under a new lease, as a compare-and-set that
+//! exactly one caller wins.
+
+use super::{commit, insert, read, transition, wins_claim, RT};
+use codemode::{ExecutionStatus, Store};
+use ExecutionStatus::{Paused, Running};
+
+/// Of two claims on one paused execution only the first wins, and only the winner can write.
+pub async fn only_one_of_two_claims_on_a_paused_execution_wins(store: &dyn Store) {
+    insert(store, RT, "e", 1, "n1", 100).await;
+    let pause = transition("e", Some("n1"), Running, Paused, 5);
+    assert!(store.commit(RT, &pause).await.unwrap(), "the pause");
+    assert!(
+        wins_claim(store, RT, "e", Paused, "a", 1_000, 10).await,
+        "the first claim must win"
+    );
+    assert!(
+        !wins_claim(store, RT, "e", Paused, "b", 1_000, 10).await,
+        "the second claim must lose"
+    );
+    let got = read(store, RT, "e").await;
+    assert_eq!((got.status, got.updated_at), (Running, 10));
+    let by_a = commit("e", Some("a"), vec![]);
+    assert!(
+        store.commit(RT, &by_a).await.unwrap(),
+        "the winner's commit"
+    );
+    let by_b = commit("e", Some("b"), vec![]);
+    assert!(
+        !store.commit(RT, &by_b).await.unwrap(),
+        "the loser's commit"
+    );
+}
+
+/// A takeover claim wins only after the lease's last ms, and then moves the lease to the claimer.
+pub async fn a_claim_on_a_running_execution_waits_for_its_lease_to_expire(store: &dyn Store) {
+    insert(store, RT, "e", 1, "n1", 100).await;
+    let before = read(store, RT, "e").await;
+    for now in [50, 99, 100] {
+        let won = wins_claim(store, RT, "e", Running, "n2", 500, now).await;
+        assert!(!won, "a claim at {now} of a lease until 100");
+    }
+    assert_eq!(read(store, RT, "e").await, before, "after lost claims");
+    assert!(
+        wins_claim(store, RT, "e", Running, "n2", 500, 101).await,
+        "a claim at 101 of a lease until 100"
+    );
+    let got = read(store, RT, "e").await;
+    assert_eq!((got.status, got.updated_at), (Running, 101));
+    // n2's lease now holds until 500, n1's is gone.
+    assert!(
+        !wins_claim(store, RT, "e", Running, "n3", 900, 400).await,
+        "a claim while n2's lease holds"
+    );
+    let c = commit("e", Some("n1"), vec![]);
+    assert!(
+        !store.commit(RT, &c).await.unwrap(),
+        "n1's commit after losing its lease"
+    );
+    let c = commit("e", Some("n2"), vec![]);
+    assert!(
+        store.commit(RT, &c).await.unwrap(),
+        "n2's commit under its lease"
+    );
+    assert!(
+        wins_claim(store, RT, "e", Running, "n3", 900, 501).await,
+        "a claim once n2's lease expired"
+    );
+    assert_eq!(read(store, RT, "e").await.updated_at, 501);
+}
+
+/// A claim from a status the execution is not in, or of a missing one, loses and changes nothing.
+pub async fn a_claim_from_another_status_or_on_a_missing_execution_loses(store: &dyn Store) {
+    insert(store, RT, "e", 1, "n1", 100).await;
+    let before = read(store, RT, "e").await;
+    for now in [50, 1_000] {
+        let won = wins_claim(store, RT, "e", Paused, "n2", 5_000, now).await;
+        assert!(!won, "a paused claim at {now} of a running run");
+    }
+    assert_eq!(read(store, RT, "e").await, before, "after lost claims");
+    for from in [Paused, Running] {
+        let won = wins_claim(store, RT, "missing", from, "n2", 5_000, 1_000).await;
+        assert!(!won, "a {from} claim of a missing run");
+        let won = wins_claim(store, "other", "e", from, "n2", 5_000, 1_000).await;
+        assert!(!won, "a {from} claim in another runtime");
+    }
+    assert_eq!(read(store, RT, "e").await, before, "after lost claims");
+    assert_eq!(store.execution("other", "e").await.unwrap(), None);
+
+    let pause = transition("e", Some("n1"), Running, Paused, 5);
+    assert!(store.commit(RT, &pause).await.unwrap(), "the pause");
+    let before = read(store, RT, "e").await;
+    assert!(
+        !wins_claim(store, RT, "e", Running, "n2", 5_000, 1_000).await,
+        "a running claim of a paused run"
+    );
+    assert_eq!(read(store, RT, "e").await, before, "after a lost claim");
+}
+
+/// A paused execution is claimable at once, within its old lease, and its old owner cannot write.
+pub async fn leaving_running_releases_the_lease_so_a_paused_execution_is_claimable_at_once(
+    store: &dyn Store,
+) {
+    insert(store, RT, "e", 1, "n1", 1_000).await;
+    let pause = transition("e", Some("n1"), Running, Paused, 120);
+    assert!(store.commit(RT, &pause).await.unwrap(), "the pause");
+    assert!(
+        wins_claim(store, RT, "e", Paused, "n3", 900, 130).await,
+        "a paused claim within the old lease"
+    );
+    let got = read(store, RT, "e").await;
+    assert_eq!((got.status, got.updated_at), (Running, 130));
+    let c = commit("e", Some("n3"), vec![]);
+    assert!(store.commit(RT, &c).await.unwrap(), "the claimer's commit");
+    let c = commit("e", Some("n1"), vec![]);
+    assert!(
+        !store.commit(RT, &c).await.unwrap(),
+        "the old owner's commit"
+    );
+}
