@@ -235,7 +235,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Search { query } => {
             let found = rt.search(&query).await?;
             let v = serde_json::to_value(&found)?;
-            out.value(&v, &output::pretty(&v));
+            out.value(&v, &output::search_text(&v));
         }
         Command::Describe { target } => match rt.describe(&target).await? {
             Ok(d) => {
@@ -335,7 +335,7 @@ async fn remote_dispatch(
             let v = remote
                 .get(&format!("/api/search?q={}", remote::enc(&query)))
                 .await?;
-            out.value(&v, &output::pretty(&v));
+            out.value(&v, &output::search_text(&v));
         }
         Command::Describe { target } => {
             let v = remote

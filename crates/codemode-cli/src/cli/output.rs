@@ -254,8 +254,85 @@ impl Printer {
     }
 }
 
+/// Search results (the JSON of `codemode.search`) as a table: path, first sentence, and
+/// whether a call needs approval; then how many matched.
+pub fn search_text(v: &Value) -> String {
+    let results = v["results"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let width = results
+        .iter()
+        .filter_map(|r| r["path"].as_str())
+        .map(|p| p.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut text = String::new();
+    for r in results {
+        let path = r["path"].as_str().unwrap_or_default();
+        let mut line = format!("{path:<width$}");
+        if let Some(description) = r["description"].as_str().filter(|d| !d.is_empty()) {
+            line.push_str("  ");
+            line.push_str(description);
+        }
+        if r["kind"] == "snippet" {
+            line.push_str("  (snippet)");
+        }
+        if r["requiresApproval"] == true {
+            line.push_str("  (needs approval)");
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    let total = v["total"].as_u64().unwrap_or(results.len() as u64);
+    if results.is_empty() {
+        text.push_str(v["note"].as_str().unwrap_or("nothing matched"));
+    } else if v["truncated"] == true {
+        text.push_str(&format!(
+            "{} of {total} matches shown; narrow the query to see the rest",
+            results.len()
+        ));
+    } else {
+        text.push_str(&format!("{total} match(es)"));
+    }
+    if let Some(note) = v["note"].as_str().filter(|_| !results.is_empty()) {
+        text.push_str(&format!("\n{note}"));
+    }
+    text.push_str("\n`codemode describe PATH` shows a method's types");
+    text
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn search_results_read_as_a_table() {
+        let v = json!({
+            "results": [
+                {"path": "tasks.create_task", "description": "Creates a task.", "kind": "method",
+                 "requiresApproval": true},
+                {"path": "ev.echo", "description": "Echoes back the input string", "kind": "method",
+                 "requiresApproval": false},
+                {"path": "weekly_report", "kind": "snippet", "requiresApproval": false}
+            ],
+            "total": 7,
+            "truncated": true
+        });
+        let text = super::search_text(&v);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "tasks.create_task  Creates a task.  (needs approval)"
+        );
+        assert_eq!(lines[1], "ev.echo            Echoes back the input string");
+        assert_eq!(lines[2], "weekly_report      (snippet)");
+        assert!(lines[3].starts_with("3 of 7 matches shown"), "{text}");
+        let none = super::search_text(&json!({"results": [], "total": 0, "truncated": false,
+            "note": "no connector has a method like that"}));
+        assert!(
+            none.starts_with("no connector has a method like that\n"),
+            "{none}"
+        );
+    }
+
     #[test]
     fn civil_dates() {
         assert_eq!(super::civil(0), (1970, 1, 1));
