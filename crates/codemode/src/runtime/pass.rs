@@ -45,21 +45,26 @@ impl ReplayCursor {
     /// The changed entries for the pass's last commit, moved out of the log: no call reads
     /// the log once the sandbox has finished.
     fn take_dirty_final(&mut self) -> Vec<LogEntry> {
-        let mut seqs = std::mem::take(&mut self.dirty);
-        seqs.sort_unstable();
-        seqs.dedup();
-        seqs.into_iter()
+        self.dirty_seqs()
+            .into_iter()
             .filter_map(|s| self.log.remove(&s))
             .collect()
     }
 
+    /// The changed entries for a commit during the pass (copies: the log stays whole).
     fn take_dirty(&mut self) -> Vec<LogEntry> {
+        self.dirty_seqs()
+            .into_iter()
+            .filter_map(|s| self.log.get(&s).cloned())
+            .collect()
+    }
+
+    /// The seqs changed since the last commit, in order, each once; the set is emptied.
+    fn dirty_seqs(&mut self) -> Vec<u64> {
         let mut seqs = std::mem::take(&mut self.dirty);
         seqs.sort_unstable();
         seqs.dedup();
-        seqs.into_iter()
-            .filter_map(|s| self.log.get(&s).cloned())
-            .collect()
+        seqs
     }
 
     /// Records `entry` and marks it for the next commit.
@@ -78,24 +83,23 @@ impl ReplayCursor {
         change(entry);
         let to = entry.state;
         self.dirty.push(seq);
-        if !note_entry(Some(from), to) {
-            self.stop(Stop::Fail(format!(
-                "internal error: log entry {seq} cannot go from {:?} to {to}; the pass was stopped to keep the log consistent",
-                Some(from)
-            )));
-        }
+        self.check(seq, Some(from), to);
     }
 
     /// Records `entry` in memory only; a transition outside the table stops the pass.
     fn track(&mut self, entry: LogEntry) {
         let from = self.log.get(&entry.seq).map(|e| e.state);
-        if !note_entry(from, entry.state) {
+        self.check(entry.seq, from, entry.state);
+        self.log.insert(entry.seq, entry);
+    }
+
+    /// Notes the entry transition; one outside the table stops the pass.
+    fn check(&mut self, seq: u64, from: Option<EntryState>, to: EntryState) {
+        if !note_entry(from, to) {
             self.stop(Stop::Fail(format!(
-                "internal error: log entry {} cannot go from {from:?} to {}; the pass was stopped to keep the log consistent",
-                entry.seq, entry.state
+                "internal error: log entry {seq} cannot go from {from:?} to {to}; the pass was stopped to keep the log consistent"
             )));
         }
-        self.log.insert(entry.seq, entry);
     }
 
     fn stop(&mut self, stop: Stop) {
