@@ -137,18 +137,14 @@ async fn an_mcp_server_as_a_connector() {
     assert!(out["result"].to_string().contains("hi"), "{out}");
 }
 
-#[test]
-fn a_pause_is_resolved_by_elicitation() {
-    let Some(fx) = fixtures() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.db");
-    let store = format!("sqlite:{}", db.display());
-    let target = [BIN, "serve", "--stdio", "--store", &store];
-    let code = "const t = await tasks.create_task({ title: 'asked' }); return t.title";
-    let v = client_with(&fx, "stdio", &target, &[code], Some("accept"));
+/// Creates a task through the client twice: accepting the elicitation completes the run in the
+/// same tool call, declining leaves it rejected. The rejected execution's id.
+fn accept_then_decline(fx: &Path, mode: &str, target: &[&str], title: &str) -> String {
+    let code = format!("const t = await tasks.create_task({{ title: {title:?} }}); return t.title");
+    let v = client_with(fx, mode, target, &[&code], Some("accept"));
     let done = &v["calls"][0]["structuredContent"];
     assert_eq!(done["status"], "completed", "{v}");
-    assert_eq!(done["result"], "asked");
+    assert_eq!(done["result"], title);
     assert!(
         v["asked"][0]
             .as_str()
@@ -157,13 +153,27 @@ fn a_pause_is_resolved_by_elicitation() {
         "{v}"
     );
 
-    let v = client_with(&fx, "stdio", &target, &[code], Some("decline"));
+    let v = client_with(fx, mode, target, &[&code], Some("decline"));
     let rejected = &v["calls"][0]["structuredContent"];
     assert_eq!(rejected["status"], "rejected", "{v}");
-    let id = rejected["executionId"].as_str().unwrap();
-    let out = cli(dir.path(), &db, &["--json", "show", id]);
-    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(e["status"], "rejected");
+    rejected["executionId"].as_str().unwrap().to_string()
+}
+
+/// The execution `id` as the CLI shows it from the database.
+fn shown(dir: &Path, db: &Path, id: &str) -> Value {
+    let out = cli(dir, db, &["--json", "show", id]);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_pause_is_resolved_by_elicitation() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let store = format!("sqlite:{}", db.display());
+    let target = [BIN, "serve", "--stdio", "--store", &store];
+    let id = accept_then_decline(&fx, "stdio", &target, "asked");
+    assert_eq!(shown(dir.path(), &db, &id)["status"], "rejected");
 }
 
 #[test]
@@ -172,26 +182,8 @@ fn a_pause_is_resolved_by_elicitation_over_streamable_http() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
     let url = format!("{}/mcp", server.base);
-    let code = "const t = await tasks.create_task({ title: 'asked over http' }); return t.title";
-    let v = client_with(&fx, "http", &[&url], &[code], Some("accept"));
-    let done = &v["calls"][0]["structuredContent"];
-    assert_eq!(done["status"], "completed", "{v}");
-    assert_eq!(done["result"], "asked over http");
-    assert!(
-        v["asked"][0]
-            .as_str()
-            .unwrap()
-            .contains("tasks.create_task"),
-        "{v}"
-    );
-
-    let v = client_with(&fx, "http", &[&url], &[code], Some("decline"));
-    let rejected = &v["calls"][0]["structuredContent"];
-    assert_eq!(rejected["status"], "rejected", "{v}");
-    let id = rejected["executionId"].as_str().unwrap();
-    let out = cli(dir.path(), &server.db, &["--json", "show", id]);
-    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(e["status"], "rejected");
+    let id = accept_then_decline(&fx, "http", &[&url], "asked over http");
+    assert_eq!(shown(dir.path(), &server.db, &id)["status"], "rejected");
 }
 
 #[test]

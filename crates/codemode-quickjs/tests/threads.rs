@@ -24,24 +24,27 @@ fn thread_recorder() -> (Arc<TestHost>, Arc<Mutex<Vec<ThreadId>>>) {
 
 const ONE_CALL: &str = "return await tasks.get({})";
 
+/// Runs one call through `executor`: the threads the call was answered on, and this thread.
+async fn answered_on(executor: &QuickJsExecutor) -> (Vec<ThreadId>, ThreadId) {
+    let (host, seen) = thread_recorder();
+    let here = std::thread::current().id();
+    let result = run_with(executor, ONE_CALL, host).await;
+    assert_eq!(returned(&result), json!(1));
+    let seen = seen.lock().unwrap().clone();
+    (seen, here)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_caller_thread_a_pass_runs_on_the_calling_thread() {
     let executor = QuickJsExecutor::new(QuickJsOptions::default().with_caller_thread(true));
-    let (host, seen) = thread_recorder();
-    let here = std::thread::current().id();
-    let result = run_with(&executor, ONE_CALL, host).await;
-    assert_eq!(returned(&result), json!(1));
-    assert_eq!(*seen.lock().unwrap(), vec![here]);
+    let (seen, here) = answered_on(&executor).await;
+    assert_eq!(seen, vec![here]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn by_default_a_pass_runs_on_a_sandbox_thread() {
     let executor = QuickJsExecutor::default();
-    let (host, seen) = thread_recorder();
-    let here = std::thread::current().id();
-    let result = run_with(&executor, ONE_CALL, host).await;
-    assert_eq!(returned(&result), json!(1));
-    let seen = seen.lock().unwrap();
+    let (seen, here) = answered_on(&executor).await;
     assert_eq!(seen.len(), 1);
     assert_ne!(seen[0], here);
 }
@@ -50,11 +53,8 @@ async fn by_default_a_pass_runs_on_a_sandbox_thread() {
 async fn caller_thread_falls_back_to_a_sandbox_thread_on_a_current_thread_runtime() {
     // block_in_place is not allowed here: the pass must go to the pool, not panic.
     let executor = QuickJsExecutor::new(QuickJsOptions::default().with_caller_thread(true));
-    let (host, seen) = thread_recorder();
-    let here = std::thread::current().id();
-    let result = run_with(&executor, ONE_CALL, host).await;
-    assert_eq!(returned(&result), json!(1));
-    assert_ne!(seen.lock().unwrap()[0], here);
+    let (seen, here) = answered_on(&executor).await;
+    assert_ne!(seen[0], here);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,11 +65,8 @@ async fn caller_thread_falls_back_when_the_stack_is_too_small_for_the_sandbox() 
         .with_caller_thread(true)
         .with_max_stack_size(64 * 1024 * 1024);
     let executor = QuickJsExecutor::new(options);
-    let (host, seen) = thread_recorder();
-    let here = std::thread::current().id();
-    let result = run_with(&executor, ONE_CALL, host).await;
-    assert_eq!(returned(&result), json!(1));
-    assert_ne!(seen.lock().unwrap()[0], here);
+    let (seen, here) = answered_on(&executor).await;
+    assert_ne!(seen[0], here);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
