@@ -84,21 +84,6 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
-/// A body the route does not use, read to its end so the connection can be kept alive (a
-/// body left unread makes the server close the connection once it has answered).
-pub struct Drained;
-
-impl<S: Send + Sync> FromRequest<S> for Drained {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        axum::body::Bytes::from_request(req, state)
-            .await
-            .map(|_| Drained)
-            .map_err(|r| ApiError(r.status(), r.body_text()))
-    }
-}
-
 type ApiResult = Result<Json<Value>, ApiError>;
 
 fn to_json<T: serde::Serialize>(v: T) -> ApiResult {
@@ -138,8 +123,9 @@ pub fn router(
         .route("/api/tool", get(tool))
         .route("/api/connectors", get(connectors))
         .route("/api/types", get(types))
-        .nest_service("/mcp", mcp::http_service(state.clone(), loopback, shutdown))
         .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such route".into()) })
+        .layer(middleware::from_fn_with_state(max_body, read_whole_body))
+        .nest_service("/mcp", mcp::http_service(state.clone(), loopback, shutdown))
         .layer(middleware::from_fn_with_state(state.clone(), auth))
         .layer(DefaultBodyLimit::max(max_body));
     Router::new()
@@ -147,6 +133,24 @@ pub fn router(
         .merge(api)
         .merge(crate::console::router())
         .with_state(state)
+}
+
+/// Reads the request body to its end (at most `max_body` bytes) before any API route runs.
+/// A route that ignores its body (approve, rollback, the deletes) would otherwise answer with
+/// the body still unread, and the server then closes the keep-alive connection.
+async fn read_whole_body(State(max_body): State<usize>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    match axum::body::to_bytes(body, max_body).await {
+        Ok(bytes) => {
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+        Err(_) => ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than {max_body} bytes (limits.max_body_bytes), or it was cut off"),
+        )
+        .into_response(),
+    }
 }
 
 async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -218,11 +222,7 @@ async fn execution(State(s): State<AppState>, Path(id): Path<String>) -> ApiResu
     }
 }
 
-async fn delete_execution(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-    _: Drained,
-) -> ApiResult {
+async fn delete_execution(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult {
     if s.runtime.delete_execution(&id).await? {
         Ok(Json(json!({"deleted": id})))
     } else {
@@ -230,7 +230,7 @@ async fn delete_execution(
     }
 }
 
-async fn approve(State(s): State<AppState>, Path(id): Path<String>, _: Drained) -> ApiResult {
+async fn approve(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult {
     to_json(s.runtime.approve(&id).await?)
 }
 
@@ -263,7 +263,7 @@ async fn reject(
     }
 }
 
-async fn rollback(State(s): State<AppState>, Path(id): Path<String>, _: Drained) -> ApiResult {
+async fn rollback(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult {
     to_json(s.runtime.rollback(&id).await?)
 }
 
@@ -327,11 +327,7 @@ async fn save_snippet(State(s): State<AppState>, Body(b): Body<SnippetBody>) -> 
     to_json(snippet)
 }
 
-async fn delete_snippet(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    _: Drained,
-) -> ApiResult {
+async fn delete_snippet(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult {
     if s.runtime.delete_snippet(&name).await? {
         Ok(Json(json!({"deleted": name})))
     } else {
