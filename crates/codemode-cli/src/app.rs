@@ -155,16 +155,18 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("cannot create the directory {}", dir.display()))?;
             }
-            let store = SqliteStore::open(db_path)
-                .with_context(|| format!("cannot open the store {}", db_path.display()))?;
+            let store = Arc::new(
+                SqliteStore::open(db_path)
+                    .with_context(|| format!("cannot open the store {}", db_path.display()))?,
+            );
             let tasks = match settings.demo {
-                true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(db_path)?)),
+                true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(store.clone())?)),
                 false => None,
             };
             let abs = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.clone());
             let label = show_path(&abs);
             let flag = format!("--store sqlite:{label}");
-            (Arc::new(store) as Arc<dyn Store>, tasks, label, flag)
+            (store as Arc<dyn Store>, tasks, label, flag)
         }
         StoreUrl::Postgres(url) => {
             let shown = codemode_postgres::redact(url);

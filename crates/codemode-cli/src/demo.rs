@@ -4,30 +4,25 @@
 
 use anyhow::{Context, Result};
 use codemode::{CallContext, RustConnector, RustTool, ToolError};
+use codemode_sqlite::SqliteStore;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-/// The demo's state: one connection to the shared SQLite file.
+/// The demo's state: its own tables in the store's SQLite file, on the store's connection
+/// (one writer, one page cache).
 #[derive(Clone)]
 pub struct TaskDb {
-    conn: Arc<Mutex<Connection>>,
+    store: Arc<SqliteStore>,
 }
 
 impl TaskDb {
-    /// Opens the file (the store's) and creates the demo tables if needed.
-    pub fn open(path: &Path) -> Result<TaskDb> {
-        let conn = Connection::open(path)
-            .with_context(|| format!("cannot open {} for the demo tasks", path.display()))?;
-        conn.busy_timeout(Duration::from_secs(5))?;
-        // The store already put the file in WAL; commit with the store's durability (a commit
-        // survives a process crash) instead of the default fsync on every write.
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .context("cannot set the demo tables' durability")?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS demo_tasks (
+    /// Creates the demo tables in `store`'s file if needed.
+    pub fn open(store: Arc<SqliteStore>) -> Result<TaskDb> {
+        store
+            .with_connection(|conn| {
+                conn.execute_batch(
+                    "CREATE TABLE IF NOT EXISTS demo_tasks (
                  id INTEGER PRIMARY KEY AUTOINCREMENT,
                  title TEXT NOT NULL,
                  done INTEGER NOT NULL DEFAULT 0,
@@ -38,16 +33,16 @@ impl TaskDb {
                  text TEXT NOT NULL,
                  call_key TEXT UNIQUE
              );",
-        )
-        .context("cannot create the demo tables")?;
-        Ok(TaskDb {
-            conn: Arc::new(Mutex::new(conn)),
-        })
+                )
+            })
+            .with_context(|| format!("cannot create the demo tables in {}", store.location()))?;
+        Ok(TaskDb { store })
     }
 
     fn with<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, ToolError> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        f(&conn).map_err(|e| ToolError(format!("tasks database: {e}")))
+        self.store
+            .with_connection(|conn| f(conn))
+            .map_err(|e| ToolError(format!("tasks database: {e}")))
     }
 
     /// Every task and note, read in one snapshot.
@@ -73,15 +68,24 @@ impl TaskDb {
 
     /// Creates a task once per call key (a re-run after a crash finds the same task).
     pub fn create(&self, title: &str, key: &str) -> Result<Value, ToolError> {
-        self.with(|c| {
-            c.prepare_cached(
-                "INSERT INTO demo_tasks (title, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING",
-            )?
-            .execute(params![title, key])?;
-            c.prepare_cached("SELECT id, title, done FROM demo_tasks WHERE call_key = ?1")?
-                .query_row([key],
-                |r| Ok(json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0})),
+        let row = |r: &rusqlite::Row| {
+            Ok(
+                json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0}),
             )
+        };
+        self.with(|c| {
+            let made = c
+                .prepare_cached(
+                    "INSERT INTO demo_tasks (title, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING RETURNING id, title, done",
+                )?
+                .query_row(params![title, key], row)
+                .optional()?;
+            match made {
+                Some(task) => Ok(task),
+                None => c
+                    .prepare_cached("SELECT id, title, done FROM demo_tasks WHERE call_key = ?1")?
+                    .query_row([key], row),
+            }
         })
     }
 
@@ -110,15 +114,22 @@ impl TaskDb {
 
     /// Adds a note once per call key.
     pub fn add_note(&self, text: &str, key: &str) -> Result<Value, ToolError> {
+        let row = |r: &rusqlite::Row| {
+            Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?}))
+        };
         self.with(|c| {
-            c.prepare_cached(
-                "INSERT INTO demo_notes (text, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING",
-            )?
-            .execute(params![text, key])?;
-            c.prepare_cached("SELECT id, text FROM demo_notes WHERE call_key = ?1")?
-                .query_row([key],
-                |r| Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?})),
-            )
+            let made = c
+                .prepare_cached(
+                    "INSERT INTO demo_notes (text, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING RETURNING id, text",
+                )?
+                .query_row(params![text, key], row)
+                .optional()?;
+            match made {
+                Some(note) => Ok(note),
+                None => c
+                    .prepare_cached("SELECT id, text FROM demo_notes WHERE call_key = ?1")?
+                    .query_row([key], row),
+            }
         })
     }
 
@@ -449,13 +460,13 @@ mod tests {
     fn create_is_idempotent_per_key_and_survives_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let db = TaskDb::open(&path).unwrap();
+        let db = TaskDb::open(Arc::new(SqliteStore::open(&path).unwrap())).unwrap();
         let a = db.create("one", "x:1").unwrap();
         let b = db.create("one", "x:1").unwrap();
         assert_eq!(a, b);
         db.add_note("hi", "x:2").unwrap();
         drop(db);
-        let db = TaskDb::open(&path).unwrap();
+        let db = TaskDb::open(Arc::new(SqliteStore::open(&path).unwrap())).unwrap();
         let list = db.list().unwrap();
         assert_eq!(list["tasks"].as_array().unwrap().len(), 1);
         assert_eq!(list["notes"].as_array().unwrap().len(), 1);

@@ -16,6 +16,12 @@
 //! directly inside the `async fn`. A statement here costs microseconds; handing it to
 //! `spawn_blocking` would cost a thread hand-off (tens of µs) that is larger than the work.
 //! The lock is held only for the duration of one method, never across an `.await`.
+//!
+//! # Tables of your own in the same file
+//! A connector that keeps its state in the store's file should reach it through
+//! [`SqliteStore::with_connection`] rather than a second connection: in WAL mode, each
+//! connection drops its whole page cache whenever another one has written, so two writers
+//! taking turns would each reload the pages the other touched.
 
 #![warn(missing_docs)]
 
@@ -66,22 +72,44 @@ impl SqliteStore {
         })
     }
 
+    /// Runs `f` on the store's own connection, under the lock every store method takes, for
+    /// tables of the caller's own in the same file. `f` must not call the store (the lock is
+    /// not re-entrant); a transaction it leaves open is rolled back when it returns.
+    pub fn with_connection<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> T {
+        let mut conn = self.lock();
+        let out = f(&mut conn);
+        if !conn.is_autocommit() {
+            tracing::warn!(store = %self.location, "with_connection left a transaction open; rolled back");
+            if let Err(e) = conn.execute_batch("ROLLBACK") {
+                tracing::warn!(store = %self.location, error = %e, "rolling back failed");
+            }
+        }
+        out
+    }
+
     /// The path the store was opened from.
     pub fn location(&self) -> &str {
         &self.location
     }
 
-    /// Runs `f` on the connection. A poisoned lock is recovered: any transaction open when
-    /// a panic unwound was rolled back by its guard, so the connection is consistent.
+    /// Runs `f` on the connection, under the lock (a poisoned one is recovered: see `lock`).
     fn with<T>(
         &self,
         f: impl FnOnce(&mut Connection, &str) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut conn: MutexGuard<'_, Connection> = self
-            .conn
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        f(&mut conn, &self.location)
+        f(&mut self.lock(), &self.location)
+    }
+
+    /// Locks the connection. After a panic under the lock, a transaction left open (by
+    /// `with_connection`'s caller; the store's own roll back on drop) is rolled back first.
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|poisoned| {
+            let conn = poisoned.into_inner();
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            conn
+        })
     }
 }
 
