@@ -89,6 +89,11 @@ async fn resuming_without_a_recorded_connector_names_it_and_keeps_the_run_paused
         .call("async () => { await probe.gated_write({ value: 1 }) }")
         .await
         .unwrap();
+    let before = with_probe
+        .execution(paused.execution_id())
+        .await
+        .unwrap()
+        .unwrap();
     let err = with_probe.approve(paused.execution_id()).await.unwrap_err();
     let text = err.to_string();
     assert!(text.contains("extra") && text.contains("missing"), "{text}");
@@ -98,6 +103,7 @@ async fn resuming_without_a_recorded_connector_names_it_and_keeps_the_run_paused
         .unwrap()
         .unwrap();
     assert_eq!(still.status, ExecutionStatus::Paused);
+    assert_eq!(still, before, "nothing written, not even the pause's age");
     assert!(probe.record().runs.is_empty());
 }
 

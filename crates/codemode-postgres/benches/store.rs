@@ -125,9 +125,17 @@ impl Op {
                     };
                     let t = Instant::now();
                     let won = store
-                        .claim(RT, &id("claim"), ExecutionStatus::Running, &lease, i + 1)
+                        .claim(
+                            RT,
+                            &id("claim"),
+                            ExecutionStatus::Running,
+                            &lease,
+                            i + 1,
+                            &available(),
+                        )
                         .await
-                        .unwrap();
+                        .unwrap()
+                        .is_won();
                     times.push(t.elapsed());
                     assert!(won);
                 }
@@ -177,6 +185,11 @@ fn execution(id: &str) -> Execution {
         created_at: 0,
         updated_at: 0,
     }
+}
+
+/// The connectors [`execution`] records, all available to a claim.
+fn available() -> Vec<String> {
+    execution("").connectors
 }
 
 fn entry(seq: u64) -> LogEntry {

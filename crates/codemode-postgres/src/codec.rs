@@ -48,12 +48,14 @@ pub(crate) fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
         .map_err(|e| StoreError::Decode(format!("column {i}: {e}")))
 }
 
-/// An execution with its whole log, aggregated into arrays by the query, in one snapshot.
-pub(crate) const EXECUTION_WITH_LOG: &str = "
-SELECT e.id, e.code, e.status, e.result, e.error, e.logs, e.connectors, e.created_at,
+/// The columns [`execution`] decodes, from `e` (an execution row) and `l` (its log).
+const WITH_LOG_COLUMNS: &str = "
+       e.id, e.code, e.status, e.result, e.error, e.logs, e.connectors, e.created_at,
        e.updated_at, l.seqs, l.connectors, l.methods, l.args, l.results, l.errors,
-       l.approvals, l.ephemerals, l.states
-FROM codemode_executions e
+       l.approvals, l.ephemerals, l.states";
+
+/// The log of `e`, aggregated into one array per column.
+const LOG_JOIN: &str = "
 CROSS JOIN LATERAL (
     SELECT array_agg(seq ORDER BY seq) AS seqs,
            array_agg(connector ORDER BY seq) AS connectors,
@@ -68,7 +70,13 @@ CROSS JOIN LATERAL (
     WHERE runtime = e.runtime AND execution_id = e.id
 ) l";
 
-/// Decodes one row of [`EXECUTION_WITH_LOG`].
+/// A query of the executions in `rows` (a table or a CTE, aliased `e`), each with its whole
+/// log aggregated into arrays, in one snapshot; [`execution`] decodes its rows.
+pub(crate) fn executions_with_log(rows: &str) -> String {
+    format!("SELECT {WITH_LOG_COLUMNS}\nFROM {rows} e{LOG_JOIN}")
+}
+
+/// Decodes one row of [`executions_with_log`].
 pub(crate) fn execution(row: &Row) -> Result<Execution, StoreError> {
     let id: String = get(row, 0)?;
     let what = |field: &str| format!("execution {id} {field}");

@@ -8,7 +8,7 @@
 
 use crate::codec::{json, seq_to_sql};
 use crate::error::Ctx;
-use codemode::{check_transition, Commit, ExecutionStatus, Lease, LogEntry, StoreError};
+use codemode::{check_transition, Claim, Commit, ExecutionStatus, Lease, LogEntry, StoreError};
 use deadpool_postgres::Client;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -86,11 +86,23 @@ SELECT count(*) FROM cas",
 static TRANSITION: LazyLock<String> = LazyLock::new(transition_sql);
 static ENTRIES: LazyLock<String> = LazyLock::new(entries_sql);
 
-const CLAIM: &str = "
-UPDATE codemode_executions
-SET status = 'running', lease_owner = $4, lease_until_ms = $5, updated_at = $6
-WHERE runtime = $1 AND id = $2 AND status = $3
-  AND (status <> 'running' OR lease_until_ms IS NULL OR lease_until_ms < $6)";
+/// The claim's CAS, then the claimed execution with its log. `$7` is the connectors
+/// available: one the execution recorded and that is missing from it refuses the claim.
+static CLAIM: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH claimed AS (
+    UPDATE codemode_executions
+    SET status = 'running', lease_owner = $4, lease_until_ms = $5, updated_at = $6
+    WHERE runtime = $1 AND id = $2 AND status = $3
+      AND (status <> 'running' OR lease_until_ms IS NULL OR lease_until_ms < $6)
+      AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(connectors::jsonb) AS c(name)
+                      WHERE c.name <> ALL($7::text[]))
+    RETURNING *
+)
+{}",
+        crate::codec::executions_with_log("claimed")
+    )
+});
 
 /// Log entries as column arrays, one element per entry (the last of a repeated seq wins).
 pub(crate) struct EntryArrays<'a> {
@@ -218,7 +230,10 @@ pub(crate) async fn commit(
     Ok(matched == 1)
 }
 
-/// Moves `from` to `running` under `lease`; from `running` only once the old lease expired.
+/// Moves `from` to `running` under `lease` and returns it as claimed, in one statement;
+/// from `running` only once the old lease expired, and only when every connector it
+/// recorded is `available`. A refused claim reads the execution as it is.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
     client: &Client,
     loc: &str,
@@ -227,14 +242,15 @@ pub(crate) async fn claim(
     from: ExecutionStatus,
     lease: &Lease,
     now_ms: i64,
-) -> Result<bool, StoreError> {
+    available: &[String],
+) -> Result<Claim, StoreError> {
     check_transition(from, ExecutionStatus::Running)?;
     let stmt = client
-        .prepare_cached(CLAIM)
+        .prepare_cached(&CLAIM)
         .await
         .ctx(loc, "preparing a claim")?;
-    let changed = client
-        .execute(
+    let claimed = client
+        .query_opt(
             &stmt,
             &[
                 &runtime,
@@ -243,9 +259,18 @@ pub(crate) async fn claim(
                 &lease.owner,
                 &lease.until_ms,
                 &now_ms,
+                &available,
             ],
         )
         .await
         .ctx(loc, "claiming an execution")?;
-    Ok(changed == 1)
+    if let Some(row) = claimed {
+        return crate::codec::execution(&row).map(Claim::Won);
+    }
+    Ok(
+        match crate::executions::get_one(client, loc, runtime, id).await? {
+            Some(found) => Claim::Refused(found),
+            None => Claim::Unknown,
+        },
+    )
 }

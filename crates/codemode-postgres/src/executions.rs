@@ -145,7 +145,7 @@ pub(crate) async fn delete(
 static GET: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{} WHERE e.runtime = $1 AND e.id = $2",
-        codec::EXECUTION_WITH_LOG
+        codec::executions_with_log("codemode_executions")
     )
 });
 
@@ -153,7 +153,7 @@ static LIST: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{} WHERE e.runtime = $1 AND ($2::text IS NULL OR e.status = $2::text)
          ORDER BY e.created_at DESC, e.pk DESC LIMIT $3::bigint",
-        codec::EXECUTION_WITH_LOG
+        codec::executions_with_log("codemode_executions")
     )
 });
 

@@ -23,7 +23,7 @@ mod snippets;
 
 use async_trait::async_trait;
 use codemode::{
-    Commit, Execution, ExecutionStatus, Lease, PendingAction, Snippet, Store, StoreError,
+    Claim, Commit, Execution, ExecutionStatus, Lease, PendingAction, Snippet, Store, StoreError,
 };
 use deadpool_postgres::{Client, Pool};
 
@@ -121,9 +121,20 @@ impl Store for PostgresStore {
         from: ExecutionStatus,
         lease: &Lease,
         now_ms: i64,
-    ) -> Result<bool, StoreError> {
+        available: &[String],
+    ) -> Result<Claim, StoreError> {
         let c = self.client().await?;
-        commit::claim(&c, &self.location, runtime, id, from, lease, now_ms).await
+        commit::claim(
+            &c,
+            &self.location,
+            runtime,
+            id,
+            from,
+            lease,
+            now_ms,
+            available,
+        )
+        .await
     }
 
     async fn delete_execution(

@@ -4,7 +4,7 @@ mod common;
 
 use codemode::{Commit, ExecutionStatus, Store, Transition};
 use codemode_postgres::PostgresStore;
-use common::{execution, lease};
+use common::{available, execution, lease};
 use std::sync::Arc;
 use tokio::sync::Barrier;
 
@@ -65,14 +65,30 @@ async fn two_nodes_claim_one_paused_execution_exactly_one_wins_1000_times() {
         let (ia, ib) = (id.clone(), id.clone());
         let (wa, wb) = race(
             async move {
-                sa.claim(RT, &ia, ExecutionStatus::Paused, &lease("A", i64::MAX), 0)
-                    .await
-                    .unwrap()
+                sa.claim(
+                    RT,
+                    &ia,
+                    ExecutionStatus::Paused,
+                    &lease("A", i64::MAX),
+                    0,
+                    &available(),
+                )
+                .await
+                .unwrap()
+                .is_won()
             },
             async move {
-                sb.claim(RT, &ib, ExecutionStatus::Paused, &lease("B", i64::MAX), 0)
-                    .await
-                    .unwrap()
+                sb.claim(
+                    RT,
+                    &ib,
+                    ExecutionStatus::Paused,
+                    &lease("B", i64::MAX),
+                    0,
+                    &available(),
+                )
+                .await
+                .unwrap()
+                .is_won()
             },
         )
         .await;
@@ -103,9 +119,17 @@ async fn approve_and_reject_at_once_exactly_one_wins() {
         let (ia, ib) = (id.clone(), id.clone());
         let (approved, rejected) = race(
             async move {
-                sa.claim(RT, &ia, ExecutionStatus::Paused, &lease("A", i64::MAX), 0)
-                    .await
-                    .unwrap()
+                sa.claim(
+                    RT,
+                    &ia,
+                    ExecutionStatus::Paused,
+                    &lease("A", i64::MAX),
+                    0,
+                    &available(),
+                )
+                .await
+                .unwrap()
+                .is_won()
             },
             async move {
                 let c = Commit {
@@ -150,14 +174,30 @@ async fn two_nodes_take_over_an_expired_run_exactly_one_wins() {
         let (ia, ib) = (id.clone(), id.clone());
         let (wa, wb) = race(
             async move {
-                sa.claim(RT, &ia, ExecutionStatus::Running, &lease("A", 1000), 11)
-                    .await
-                    .unwrap()
+                sa.claim(
+                    RT,
+                    &ia,
+                    ExecutionStatus::Running,
+                    &lease("A", 1000),
+                    11,
+                    &available(),
+                )
+                .await
+                .unwrap()
+                .is_won()
             },
             async move {
-                sb.claim(RT, &ib, ExecutionStatus::Running, &lease("B", 1000), 11)
-                    .await
-                    .unwrap()
+                sb.claim(
+                    RT,
+                    &ib,
+                    ExecutionStatus::Running,
+                    &lease("B", 1000),
+                    11,
+                    &available(),
+                )
+                .await
+                .unwrap()
+                .is_won()
             },
         )
         .await;

@@ -64,8 +64,16 @@ fn main() {
                 until_ms: i as i64,
             };
             assert!(rt
-                .block_on(store.claim(RT, "claimed", ExecutionStatus::Running, &l, i as i64 + 1))
-                .unwrap());
+                .block_on(store.claim(
+                    RT,
+                    "claimed",
+                    ExecutionStatus::Running,
+                    &l,
+                    i as i64 + 1,
+                    &["github".to_string()]
+                ))
+                .unwrap()
+                .is_won());
         }),
     );
 

@@ -1,9 +1,11 @@
 //! The hot path: [`commit`] (entries plus a status change, as one CAS) and [`claim`].
 
 use crate::codec::{json, json_strings, seq_to_sql, Ctx};
+use crate::executions::read_in;
 use crate::tx::Tx;
 use codemode::{
-    check_transition, Commit, ExecutionStatus, Lease, LogEntry, StoreError, Transition,
+    check_transition, Claim, Commit, Execution, ExecutionStatus, Lease, LogEntry, StoreError,
+    Transition,
 };
 use rusqlite::{params, Connection};
 
@@ -140,7 +142,10 @@ pub(crate) fn upsert_entries(
     Ok(())
 }
 
-/// Moves `from` to `running` under `lease`; from `running` only once the old lease expired.
+/// Reads the execution and moves it from `from` to `running` under `lease`, in one
+/// `BEGIN IMMEDIATE` transaction; from `running` only once the old lease expired, and only
+/// when every connector it recorded is `available`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn claim(
     conn: &mut Connection,
     loc: &str,
@@ -149,9 +154,17 @@ pub(crate) fn claim(
     from: ExecutionStatus,
     lease: &Lease,
     now_ms: i64,
-) -> Result<bool, StoreError> {
+    available: &[String],
+) -> Result<Claim, StoreError> {
     check_transition(from, ExecutionStatus::Running)?;
-    let changed = conn
+    let tx = Tx::write(conn, loc)?;
+    let Some(found) = read_in(&tx, loc, runtime, id)? else {
+        return Ok(Claim::Unknown);
+    };
+    if !found.connectors.iter().all(|c| available.contains(c)) {
+        return Ok(Claim::Refused(found));
+    }
+    let changed = tx
         .prepare_cached(CLAIM)
         .and_then(|mut s| {
             s.execute(params![
@@ -164,5 +177,13 @@ pub(crate) fn claim(
             ])
         })
         .ctx(loc, "claiming an execution")?;
-    Ok(changed == 1)
+    if changed != 1 {
+        return Ok(Claim::Refused(found));
+    }
+    tx.commit(loc)?;
+    Ok(Claim::Won(Execution {
+        status: ExecutionStatus::Running,
+        updated_at: now_ms,
+        ..found
+    }))
 }

@@ -132,6 +132,18 @@ pub(crate) fn get(
     id: &str,
 ) -> Result<Option<Execution>, StoreError> {
     let tx = Tx::read(conn, loc)?;
+    let found = read_in(&tx, loc, runtime, id)?;
+    tx.commit(loc)?;
+    Ok(found)
+}
+
+/// One execution with its log, read inside the caller's transaction.
+pub(crate) fn read_in(
+    tx: &Connection,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+) -> Result<Option<Execution>, StoreError> {
     let raw = tx
         .prepare_cached(&format!(
             "SELECT {EXECUTION_COLUMNS} FROM executions WHERE runtime = ?1 AND id = ?2"
@@ -154,7 +166,6 @@ pub(crate) fn get(
                 .collect()
         })
         .ctx(loc, "reading a log")?;
-    tx.commit(loc)?;
     let log = entries
         .into_iter()
         .map(RawEntry::decode)

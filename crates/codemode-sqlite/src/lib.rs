@@ -35,7 +35,7 @@ mod tx;
 
 use async_trait::async_trait;
 use codemode::{
-    Commit, Execution, ExecutionStatus, Lease, PendingAction, Snippet, Store, StoreError,
+    Claim, Commit, Execution, ExecutionStatus, Lease, PendingAction, Snippet, Store, StoreError,
 };
 use rusqlite::Connection;
 use std::path::Path;
@@ -149,8 +149,9 @@ impl Store for SqliteStore {
         from: ExecutionStatus,
         lease: &Lease,
         now_ms: i64,
-    ) -> Result<bool, StoreError> {
-        self.with(|c, loc| commit::claim(c, loc, runtime, id, from, lease, now_ms))
+        available: &[String],
+    ) -> Result<Claim, StoreError> {
+        self.with(|c, loc| commit::claim(c, loc, runtime, id, from, lease, now_ms, available))
     }
 
     async fn delete_execution(

@@ -58,5 +58,8 @@ async fn a_panic_inside_with_connection_leaves_the_store_usable() {
         )
         .unwrap()
     });
-    assert_eq!(half, 0, "the panicking caller's transaction was rolled back");
+    assert_eq!(
+        half, 0,
+        "the panicking caller's transaction was rolled back"
+    );
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use codemode::{Commit, ExecutionStatus, Store, Transition};
-use common::{execution, lease, store, RT};
+use common::{available, execution, lease, store, RT};
 
 #[test]
 fn claims_race_across_two_connections_and_exactly_one_wins_each() {
@@ -46,9 +46,17 @@ fn claims_race_across_two_connections_and_exactly_one_wins_each() {
                         for i in 0..RUNS {
                             let l = lease(node, 1_000);
                             if store
-                                .claim(RT, &format!("e{i}"), ExecutionStatus::Paused, &l, 10)
+                                .claim(
+                                    RT,
+                                    &format!("e{i}"),
+                                    ExecutionStatus::Paused,
+                                    &l,
+                                    10,
+                                    &available(),
+                                )
                                 .await
                                 .unwrap()
+                                .is_won()
                             {
                                 won += 1;
                             }

@@ -32,7 +32,7 @@ pub use model::{
 pub use runtime::{Runtime, RuntimeBuilder, SaveSnippet, TransformResult};
 pub use rust_connector::{RustConnector, RustTool};
 pub use status::{EntryState, ExecutionStatus};
-pub use store::{check_transition, Commit, Lease, Store, StoreError, Transition};
+pub use store::{check_transition, Claim, Commit, Lease, Store, StoreError, Transition};
 pub use value::{
     canonical_eq, truncate_result, truncate_text, TruncateOptions, DEFAULT_MAX_EXECUTIONS,
     DEFAULT_PAUSED_TTL_MS, MAX_DURABLE_VALUE_CHARS,

@@ -74,6 +74,26 @@ pub struct Commit {
     pub transition: Option<Transition>,
 }
 
+/// What a [`Store::claim`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The caller now runs the execution: here as claimed (`running`, updated at `now_ms`),
+    /// with its log, read in the claiming transaction.
+    Won(Execution),
+    /// Not claimed, nothing written: the execution as it is (another status, a lease that
+    /// still holds, or a recorded connector that is not available).
+    Refused(Execution),
+    /// No execution has this id in this runtime.
+    Unknown,
+}
+
+impl Claim {
+    /// Whether the caller won the claim.
+    pub fn is_won(&self) -> bool {
+        matches!(self, Claim::Won(_))
+    }
+}
+
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -131,8 +151,9 @@ pub trait Store: Send + Sync {
     /// status or the lease owner no longer holds.
     async fn commit(&self, runtime: &str, commit: &Commit) -> Result<bool, StoreError>;
 
-    /// Moves `from` to `running` under `lease`. From `running` it succeeds only once the
-    /// old lease expired (`now_ms` past it). Returns whether this caller won.
+    /// Moves `from` to `running` under `lease`, and reads the execution in the same
+    /// transaction. It is refused unless the execution is in `from` (from `running`: once the
+    /// old lease expired, `now_ms` past it) and every connector it recorded is `available`.
     async fn claim(
         &self,
         runtime: &str,
@@ -140,7 +161,8 @@ pub trait Store: Send + Sync {
         from: ExecutionStatus,
         lease: &Lease,
         now_ms: i64,
-    ) -> Result<bool, StoreError>;
+        available: &[String],
+    ) -> Result<Claim, StoreError>;
 
     /// Deletes one execution and its log; returns its status if it existed.
     async fn delete_execution(

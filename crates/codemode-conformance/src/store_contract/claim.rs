@@ -1,9 +1,79 @@
 //! Claims: moving an execution to `running` under a new lease, as a compare-and-set that
 //! exactly one caller wins.
 
-use super::{commit, insert, read, transition, wins_claim, RT};
-use codemode::{ExecutionStatus, Store};
+use super::{
+    claim, commit, entry, execution, insert, insert_execution, lease, read, transition, wins_claim,
+    RT,
+};
+use codemode::{Claim, EntryState, ExecutionStatus, Store};
 use ExecutionStatus::{Paused, Running};
+
+/// Inserts `id` (recording the connectors github and stripe, with an applied and a pending
+/// entry) and pauses it at 5.
+async fn paused_with_a_log(store: &dyn Store, id: &str) {
+    let mut e = execution(id, 1);
+    e.log = vec![entry(0, EntryState::Applied), entry(1, EntryState::Pending)];
+    insert_execution(store, RT, &e, 1_000).await;
+    let pause = transition(id, None, Running, Paused, 5);
+    assert!(store.commit(RT, &pause).await.unwrap(), "the pause");
+}
+
+/// A won claim returns the execution as claimed, log included, exactly as a read then shows
+/// it; a refused one returns the execution as it is; an unknown id is `Unknown`.
+pub async fn a_claim_returns_the_execution_it_won_or_the_one_it_was_refused(store: &dyn Store) {
+    paused_with_a_log(store, "e").await;
+    let before = read(store, RT, "e").await;
+    let all = before.connectors.clone();
+    let l = lease("n2", 500);
+    match claim(store, RT, "e", Running, &l, 10, &all).await {
+        Claim::Refused(got) => {
+            assert_eq!(got, before, "a refused claim shows the execution as it is")
+        }
+        other => panic!("a running claim of a paused run gave {other:?}"),
+    }
+    match claim(store, RT, "e", Paused, &l, 10, &all).await {
+        Claim::Won(got) => {
+            assert_eq!((got.status, got.updated_at), (Running, 10));
+            assert_eq!(got.log, before.log, "the claimed execution's log");
+            assert_eq!(
+                got,
+                read(store, RT, "e").await,
+                "the claimed execution, read back"
+            );
+        }
+        other => panic!("a paused claim of a paused run gave {other:?}"),
+    }
+    for (runtime, id) in [(RT, "missing"), ("other", "e")] {
+        let got = claim(store, runtime, id, Paused, &l, 10, &all).await;
+        assert_eq!(got, Claim::Unknown, "a claim of {id} in {runtime:?}");
+    }
+}
+
+/// A claim is refused, writing nothing, while a connector the execution recorded is not
+/// available; extra available connectors, in any order, do not matter.
+pub async fn a_claim_is_refused_while_a_connector_the_execution_recorded_is_unavailable(
+    store: &dyn Store,
+) {
+    paused_with_a_log(store, "e").await;
+    let before = read(store, RT, "e").await;
+    let l = lease("n2", 500);
+    for available in [vec![], vec!["github"], vec!["stripe", "slack"]] {
+        let available: Vec<String> = available.into_iter().map(String::from).collect();
+        match claim(store, RT, "e", Paused, &l, 10, &available).await {
+            Claim::Refused(got) => assert_eq!(got, before),
+            other => panic!("a claim with only {available:?} available gave {other:?}"),
+        }
+        assert_eq!(read(store, RT, "e").await, before, "after a refused claim");
+    }
+    let available = ["slack", "stripe", "github"].map(String::from);
+    assert!(
+        matches!(
+            claim(store, RT, "e", Paused, &l, 10, &available).await,
+            Claim::Won(_)
+        ),
+        "a claim with every recorded connector available, and one more"
+    );
+}
 
 /// Of two claims on one paused execution only the first wins, and only the winner can write.
 pub async fn only_one_of_two_claims_on_a_paused_execution_wins(store: &dyn Store) {

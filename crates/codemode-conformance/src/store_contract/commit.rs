@@ -285,7 +285,10 @@ pub async fn an_illegal_transition_is_an_error_and_writes_nothing(store: &dyn St
         "completed -> running",
     );
     let any = lease("n", 1_000);
-    let err = store.claim(RT, "e", Completed, &any, 30).await.unwrap_err();
+    let err = store
+        .claim(RT, "e", Completed, &any, 30, &before.connectors)
+        .await
+        .unwrap_err();
     assert_illegal(&err, "completed -> running");
     assert_eq!(read(store, RT, "e").await, before, "after illegal changes");
 }

@@ -20,7 +20,8 @@ pub use queries::*;
 pub use runtimes::*;
 
 use codemode::{
-    Commit, EntryState, Execution, ExecutionStatus, Lease, LogEntry, Snippet, Store, Transition,
+    Claim, Commit, EntryState, Execution, ExecutionStatus, Lease, LogEntry, Snippet, Store,
+    Transition,
 };
 use serde_json::json;
 
@@ -41,6 +42,8 @@ macro_rules! for_each_store_contract_case {
             a_claim_on_a_running_execution_waits_for_its_lease_to_expire,
             a_claim_from_another_status_or_on_a_missing_execution_loses,
             leaving_running_releases_the_lease_so_a_paused_execution_is_claimable_at_once,
+            a_claim_returns_the_execution_it_won_or_the_one_it_was_refused,
+            a_claim_is_refused_while_a_connector_the_execution_recorded_is_unavailable,
             an_inserted_execution_reads_back_exactly,
             a_duplicate_id_is_a_clear_error_and_writes_nothing,
             executions_list_newest_first_with_their_logs,
@@ -201,7 +204,7 @@ async fn insert_execution(
 }
 
 /// Whether `owner` wins a claim of `id` from `from` at `now_ms`, for a lease until
-/// `until_ms`.
+/// `until_ms`, with every connector of [`execution`] available.
 async fn wins_claim(
     store: &dyn Store,
     runtime: &str,
@@ -211,8 +214,32 @@ async fn wins_claim(
     until_ms: i64,
     now_ms: i64,
 ) -> bool {
+    let available = execution(id, 0).connectors;
+    let got = claim(
+        store,
+        runtime,
+        id,
+        from,
+        &lease(owner, until_ms),
+        now_ms,
+        &available,
+    )
+    .await;
+    matches!(got, Claim::Won(_))
+}
+
+/// What a claim of `id` from `from` at `now_ms` under `lease` finds, with `available`.
+async fn claim(
+    store: &dyn Store,
+    runtime: &str,
+    id: &str,
+    from: ExecutionStatus,
+    lease: &Lease,
+    now_ms: i64,
+    available: &[String],
+) -> Claim {
     store
-        .claim(runtime, id, from, &lease(owner, until_ms), now_ms)
+        .claim(runtime, id, from, lease, now_ms, available)
         .await
         .unwrap_or_else(|e| panic!("a claim of {id} from {from} failed: {e}"))
 }

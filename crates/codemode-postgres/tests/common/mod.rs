@@ -41,6 +41,11 @@ pub fn execution(id: &str, created_at: i64) -> Execution {
     }
 }
 
+/// The connectors [`execution`] records, all available to a claim.
+pub fn available() -> Vec<String> {
+    execution("", 0).connectors
+}
+
 /// A lease held by `owner` until `until_ms`.
 pub fn lease(owner: &str, until_ms: i64) -> Lease {
     Lease {

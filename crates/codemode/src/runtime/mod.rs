@@ -10,7 +10,7 @@ use crate::error::RuntimeError;
 use crate::executor::Executor;
 use crate::model::{now_ms, Execution, Outcome};
 use crate::status::ExecutionStatus;
-use crate::store::{Commit, Lease, Store, Transition};
+use crate::store::{Claim, Commit, Lease, Store, Transition};
 use crate::value::{js_len, DEFAULT_MAX_EXECUTIONS, MAX_DURABLE_VALUE_CHARS};
 use registry::Registry;
 use serde_json::Value;
@@ -223,33 +223,43 @@ impl Runtime {
         lost: &'static str,
     ) -> Result<Outcome, RuntimeError> {
         let inner = &self.inner;
-        let execution = self.load(execution_id).await?;
-        if execution.status != from {
-            return Err(RuntimeError::WrongStatus {
-                id: execution.id,
-                status: execution.status,
-                operation,
-                expected,
-            });
-        }
-        let missing = inner.registry.missing(&execution.connectors);
-        if !missing.is_empty() {
-            return Err(RuntimeError::MissingConnectors {
-                id: execution.id,
-                missing,
-            });
-        }
         let now = now_ms();
-        let won = inner
+        let claim = inner
             .store
-            .claim(&inner.name, execution_id, from, &self.lease(now), now)
+            .claim(
+                &inner.name,
+                execution_id,
+                from,
+                &self.lease(now),
+                now,
+                &inner.registry.names,
+            )
             .await?;
-        if !won {
-            return Err(RuntimeError::AlreadyHandled {
-                id: execution.id,
-                what: lost,
-            });
-        }
+        let execution = match claim {
+            Claim::Won(execution) => execution,
+            Claim::Unknown => return Err(RuntimeError::UnknownExecution(execution_id.into())),
+            Claim::Refused(execution) => {
+                let missing = inner.registry.missing(&execution.connectors);
+                return Err(if execution.status != from {
+                    RuntimeError::WrongStatus {
+                        id: execution.id,
+                        status: execution.status,
+                        operation,
+                        expected,
+                    }
+                } else if !missing.is_empty() {
+                    RuntimeError::MissingConnectors {
+                        id: execution.id,
+                        missing,
+                    }
+                } else {
+                    RuntimeError::AlreadyHandled {
+                        id: execution.id,
+                        what: lost,
+                    }
+                });
+            }
+        };
         crate::status::note_execution(from, ExecutionStatus::Running);
         pass::run(self, execution).await
     }
