@@ -8,6 +8,7 @@ use codemode::{ExecuteRequest, ExecuteResult, Executor, Host, PassEnd};
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 
+use crate::compiled::CodeCache;
 use crate::globals::RESERVED_GLOBALS;
 use crate::options::QuickJsOptions;
 use crate::pass::PassJob;
@@ -17,6 +18,7 @@ use crate::pool::{Pool, Task};
 pub struct QuickJsExecutor {
     options: Arc<QuickJsOptions>,
     pool: Pool,
+    cache: Arc<CodeCache>,
 }
 
 impl Default for QuickJsExecutor {
@@ -40,6 +42,7 @@ impl QuickJsExecutor {
         QuickJsExecutor {
             pool: Pool::new(options.clone()),
             options,
+            cache: Arc::default(),
         }
     }
 
@@ -85,6 +88,7 @@ impl Executor for QuickJsExecutor {
             handle: Handle::try_current().ok(),
             cancel,
             options: self.options.clone(),
+            cache: self.cache.clone(),
         };
         if self.options.caller_thread && caller_thread_fits(job.handle.as_ref(), &self.options) {
             tokio::task::block_in_place(|| self.pool.run_here(Task { job, reply }));

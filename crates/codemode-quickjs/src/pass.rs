@@ -21,8 +21,9 @@ use rquickjs::{
     qjs, Context, Ctx, Exception, FromJs, Function, Object, Promise, Runtime, TypedArray, Value,
 };
 
+use crate::compiled::{CodeCache, Prepared};
 use crate::memory::{CountingAllocator, MemoryGauge};
-use crate::normalize::{normalize, Normalized, CODE_FILE};
+use crate::normalize::{Normalized, CODE_FILE};
 use crate::options::QuickJsOptions;
 use crate::report::{describe, SNIPPET_FILE};
 use crate::values::{decode_bytes, encode_bytes, may_hold_envelope};
@@ -237,6 +238,8 @@ pub(crate) struct PassJob {
     pub cancel: Arc<AtomicBool>,
     /// The limits.
     pub options: Arc<QuickJsOptions>,
+    /// Code prepared by earlier passes.
+    pub cache: Arc<CodeCache>,
 }
 
 /// Why a pass stopped before its code settled.
@@ -418,9 +421,10 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
         handle,
         cancel,
         options,
+        cache,
     } = job;
-    let normalized = match normalize(&request.code, options.max_code_bytes) {
-        Ok(n) => n,
+    let prepared = match cache.prepare(CODE_FILE, &request.code, options.max_code_bytes) {
+        Ok(p) => p,
         Err(e) => return (failed(e.to_string(), Vec::new()), fresh),
     };
     let deadline = Instant::now() + options.wall_time;
@@ -452,7 +456,9 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
     let driver = Driver {
         declared: fresh.declared.is_some(),
         request: &request,
-        normalized: &normalized,
+        prepared: &prepared,
+        normalized: &prepared.normalized,
+        cache: &cache,
         options: &options,
         deadline,
         cancel: &cancel,
@@ -469,7 +475,12 @@ struct Driver<'a> {
     /// hands out only runtimes prepared for the request's set, or for none).
     declared: bool,
     request: &'a ExecuteRequest,
+    /// The model's code, ready to run.
+    prepared: &'a Prepared,
+    /// `prepared.normalized`, which error reports map positions through.
     normalized: &'a Normalized,
+    /// Where snippets' code is prepared.
+    cache: &'a CodeCache,
     options: &'a QuickJsOptions,
     deadline: Instant,
     cancel: &'a AtomicBool,
@@ -577,16 +588,15 @@ impl Driver<'_> {
         )
     }
 
-    /// Evaluates normalised code and starts it; returns the promise of its result.
+    /// Evaluates prepared code and starts it; returns the promise of its result.
     fn start<'js>(
         &self,
         ctx: &Ctx<'js>,
-        normalized: &Normalized,
+        prepared: &Prepared,
         file: &str,
         input: Value<'js>,
     ) -> rquickjs::Result<Promise<'js>> {
-        let outer: Function =
-            ctx.eval_with_options(normalized.source.as_str(), script_options(file))?;
+        let outer: Function = prepared.evaluate(ctx, file)?;
         let inner: Function = outer.call((input,))?;
         inner.call(())
     }
@@ -620,7 +630,7 @@ impl Driver<'_> {
     ) -> PassEnd {
         let main = match self.start(
             ctx,
-            self.normalized,
+            self.prepared,
             CODE_FILE,
             Value::new_undefined(ctx.clone()),
         ) {
@@ -714,7 +724,10 @@ impl Driver<'_> {
             HostReply::Throw(message) => Exception::from_message(ctx.clone(), &message)
                 .and_then(|e| reject.call::<_, ()>((e,))),
             HostReply::RunCode { code, input } => {
-                match normalize(&code, self.options.max_code_bytes) {
+                match self
+                    .cache
+                    .prepare(SNIPPET_FILE, &code, self.options.max_code_bytes)
+                {
                     Err(e) => Exception::from_message(
                         ctx.clone(),
                         &format!("the snippet cannot run: {e}"),

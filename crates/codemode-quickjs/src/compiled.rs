@@ -1,0 +1,294 @@
+//! Model code kept ready across passes: an approval or a resume runs the very code of the
+//! pass before it, and a snippet runs the same code every time, so each is normalised and
+//! compiled once. The second pass loads the compiled function instead of parsing again.
+//!
+//! The cache holds what this process made itself, in memory, and nothing the model can
+//! reach: loading bytecode trusts it, so it is never read from anywhere else.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rquickjs::{qjs, Ctx, FromJs, Function, Value};
+
+use crate::error::NormalizeError;
+use crate::normalize::{normalize, Normalized};
+
+/// How many pieces of code the cache keeps (the least recently used goes first).
+const CAPACITY: usize = 128;
+/// Longer code is prepared for each pass and not kept.
+const MAX_CACHED_CODE_BYTES: usize = 32 * 1024;
+
+/// Model code made ready to run: normalised, and compiled once it first ran.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    /// The runnable script and its position mapping.
+    pub normalized: Normalized,
+    /// The compiled script, as QuickJS bytecode, once a pass has compiled it.
+    bytecode: OnceLock<Vec<u8>>,
+}
+
+impl Prepared {
+    fn new(normalized: Normalized) -> Self {
+        Prepared {
+            normalized,
+            bytecode: OnceLock::new(),
+        }
+    }
+
+    /// Evaluates the script in `ctx` (as `file`) to its value, the outer function: from the
+    /// bytecode when an earlier pass compiled it, else compiled now and the bytecode kept.
+    /// On `Err` the exception is pending in `ctx`, as for `Ctx::eval`.
+    pub fn evaluate<'js>(&self, ctx: &Ctx<'js>, file: &str) -> rquickjs::Result<Function<'js>> {
+        let raw = ctx.as_raw().as_ptr();
+        // SAFETY: `raw` is the live context of `ctx`. Every value made here is either consumed
+        // (`JS_EvalFunction` takes the function object) or freed before returning, and the
+        // result is handed to `Value::from_raw`, which owns it from then on. The bytecode
+        // loaded was written by `JS_WriteObject` in this process (see `compile`).
+        unsafe {
+            qjs::JS_UpdateStackTop(qjs::JS_GetRuntime(raw));
+            let function = match self.bytecode.get() {
+                Some(bytes) => qjs::JS_ReadObject(
+                    raw,
+                    bytes.as_ptr(),
+                    bytes.len() as _,
+                    qjs::JS_READ_OBJ_BYTECODE as i32,
+                ),
+                None => self.compile(raw, file)?,
+            };
+            if is_exception(function) {
+                return Err(rquickjs::Error::Exception);
+            }
+            let value = qjs::JS_EvalFunction(raw, function);
+            if is_exception(value) {
+                return Err(rquickjs::Error::Exception);
+            }
+            Function::from_js(ctx, Value::from_raw(ctx.clone(), value))
+        }
+    }
+
+    /// Compiles the script without running it, keeps its bytecode, and returns the
+    /// function object (or the exception value).
+    ///
+    /// # Safety
+    /// `raw` must be a live context, on the thread that runs it.
+    unsafe fn compile(
+        &self,
+        raw: *mut qjs::JSContext,
+        file: &str,
+    ) -> rquickjs::Result<qjs::JSValue> {
+        let source = CString::new(self.normalized.source.as_str())?;
+        let file = CString::new(file)?;
+        let flags =
+            qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
+        // SAFETY: the caller's contract; both strings outlive the call.
+        let function = unsafe {
+            qjs::JS_Eval(
+                raw,
+                source.as_ptr(),
+                self.normalized.source.len() as _,
+                file.as_ptr(),
+                flags as i32,
+            )
+        };
+        if is_exception(function) {
+            return Ok(function);
+        }
+        let mut len: qjs::size_t = 0;
+        // SAFETY: `function` is a live value of this context; a non-null buffer of `len`
+        // bytes is ours to copy, then free with `js_free`.
+        unsafe {
+            let buffer =
+                qjs::JS_WriteObject(raw, &mut len, function, qjs::JS_WRITE_OBJ_BYTECODE as i32);
+            if !buffer.is_null() {
+                let bytes = std::slice::from_raw_parts(buffer, len as usize).to_vec();
+                qjs::js_free(raw, buffer.cast());
+                let _ = self.bytecode.set(bytes);
+            } else {
+                // Not kept (out of memory, say): the pass still runs from `function`, and the
+                // failed write's exception must not surface later.
+                qjs::JS_FreeValue(raw, qjs::JS_GetException(raw));
+            }
+        }
+        Ok(function)
+    }
+}
+
+fn is_exception(value: qjs::JSValue) -> bool {
+    // SAFETY: reading a value's tag has no preconditions.
+    unsafe { qjs::JS_VALUE_GET_TAG(value) == qjs::JS_TAG_EXCEPTION }
+}
+
+struct Slot {
+    prepared: Arc<Prepared>,
+    used: u64,
+}
+
+#[derive(Default)]
+struct Slots {
+    by_code: HashMap<(&'static str, String), Slot>,
+    clock: u64,
+}
+
+/// The prepared form of recently run code, by script name and code.
+#[derive(Default)]
+pub(crate) struct CodeCache {
+    slots: Mutex<Slots>,
+}
+
+impl CodeCache {
+    /// `code` ready to run as `file`: the cached preparation, or a new one (kept unless the
+    /// code is long). Code that does not normalise is an error, and is not kept.
+    pub fn prepare(
+        &self,
+        file: &'static str,
+        code: &str,
+        max_code_bytes: usize,
+    ) -> Result<Arc<Prepared>, NormalizeError> {
+        let key = (file, code.to_string());
+        if let Some(found) = self.touch(&key) {
+            return Ok(found);
+        }
+        let prepared = Arc::new(Prepared::new(normalize(code, max_code_bytes)?));
+        if code.len() <= MAX_CACHED_CODE_BYTES {
+            self.keep(key, prepared.clone());
+        }
+        Ok(prepared)
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touch(&self, key: &(&'static str, String)) -> Option<Arc<Prepared>> {
+        let mut slots = self.slots();
+        slots.clock += 1;
+        let now = slots.clock;
+        let slot = slots.by_code.get_mut(key)?;
+        slot.used = now;
+        Some(slot.prepared.clone())
+    }
+
+    fn keep(&self, key: (&'static str, String), prepared: Arc<Prepared>) {
+        let mut slots = self.slots();
+        if slots.by_code.len() >= CAPACITY && !slots.by_code.contains_key(&key) {
+            let oldest = slots
+                .by_code
+                .iter()
+                .min_by_key(|(_, slot)| slot.used)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                slots.by_code.remove(&oldest);
+            }
+        }
+        slots.clock += 1;
+        let used = slots.clock;
+        slots.by_code.insert(key, Slot { prepared, used });
+    }
+
+    /// How many pieces of code are kept.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.slots().by_code.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_most_recently_used_and_drops_the_oldest() {
+        let cache = CodeCache::default();
+        let first = cache.prepare("code.js", "async () => 0", 1 << 20).unwrap();
+        let second = cache.prepare("code.js", "async () => 1", 1 << 20).unwrap();
+        for i in 2..CAPACITY {
+            cache
+                .prepare("code.js", &format!("async () => {i}"), 1 << 20)
+                .unwrap();
+        }
+        let again = cache.prepare("code.js", "async () => 0", 1 << 20).unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "a hit returns the kept preparation"
+        );
+        cache
+            .prepare("code.js", "async () => 'new'", 1 << 20)
+            .unwrap();
+        assert_eq!(cache.len(), CAPACITY);
+        let still = cache.prepare("code.js", "async () => 0", 1 << 20).unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &still),
+            "the recently used one was kept"
+        );
+        let remade = cache.prepare("code.js", "async () => 1", 1 << 20).unwrap();
+        assert!(
+            !Arc::ptr_eq(&second, &remade),
+            "the least recently used one was dropped"
+        );
+        assert_eq!(cache.len(), CAPACITY);
+        let other_file = cache
+            .prepare("snippet.js", "async () => 0", 1 << 20)
+            .unwrap();
+        assert!(
+            !Arc::ptr_eq(&first, &other_file),
+            "the script name is part of the key"
+        );
+    }
+
+    #[test]
+    fn the_first_evaluation_keeps_bytecode_that_a_later_context_runs() {
+        let cache = CodeCache::default();
+        let prepared = cache
+            .prepare("code.js", "return input * 3", 1 << 20)
+            .unwrap();
+        let run = |input: i32| {
+            let runtime = rquickjs::Runtime::new().unwrap();
+            let context = rquickjs::Context::full(&runtime).unwrap();
+            context.with(|ctx| {
+                let outer = prepared.evaluate(&ctx, "code.js").unwrap();
+                let inner: Function = outer.call((input,)).unwrap();
+                let promise: rquickjs::Promise = inner.call(()).unwrap();
+                promise.finish::<i32>().unwrap()
+            })
+        };
+        assert!(prepared.bytecode.get().is_none());
+        assert_eq!(run(2), 6);
+        assert!(
+            prepared.bytecode.get().is_some(),
+            "compiling kept the bytecode"
+        );
+        assert_eq!(run(5), 15, "the bytecode, loaded in a new runtime");
+    }
+
+    #[test]
+    fn a_syntax_error_is_an_exception_and_keeps_no_bytecode() {
+        let cache = CodeCache::default();
+        // Parses as JavaScript for the normaliser, but QuickJS refuses it (a duplicate
+        // `__proto__` in one object literal).
+        let prepared = cache
+            .prepare("code.js", "return { __proto__: 1, __proto__: 2 }", 1 << 20)
+            .unwrap();
+        let runtime = rquickjs::Runtime::new().unwrap();
+        let context = rquickjs::Context::full(&runtime).unwrap();
+        context.with(|ctx| {
+            let err = prepared.evaluate(&ctx, "code.js").unwrap_err();
+            assert!(matches!(err, rquickjs::Error::Exception), "{err:?}");
+            let thrown = ctx.catch();
+            assert!(format!("{thrown:?}").contains("duplicate __proto__"), "{thrown:?}");
+        });
+        assert!(prepared.bytecode.get().is_none());
+    }
+
+    #[test]
+    fn bad_and_long_code_is_not_kept() {
+        let cache = CodeCache::default();
+        assert!(cache.prepare("code.js", "async () => {", 1 << 20).is_err());
+        let long = format!(
+            "async () => {{ /* {} */ return 1 }}",
+            "x".repeat(MAX_CACHED_CODE_BYTES)
+        );
+        cache.prepare("code.js", &long, 1 << 20).unwrap();
+        assert_eq!(cache.len(), 0);
+    }
+}
