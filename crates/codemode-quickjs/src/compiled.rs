@@ -275,7 +275,10 @@ mod tests {
             let err = prepared.evaluate(&ctx, "code.js").unwrap_err();
             assert!(matches!(err, rquickjs::Error::Exception), "{err:?}");
             let thrown = ctx.catch();
-            assert!(format!("{thrown:?}").contains("duplicate __proto__"), "{thrown:?}");
+            assert!(
+                format!("{thrown:?}").contains("duplicate __proto__"),
+                "{thrown:?}"
+            );
         });
         assert!(prepared.bytecode.get().is_none());
     }

@@ -89,9 +89,15 @@ impl Executor for QuickJsExecutor {
             cancel,
             options: self.options.clone(),
             cache: self.cache.clone(),
+            inline: false,
         };
         if self.options.caller_thread && caller_thread_fits(job.handle.as_ref(), &self.options) {
-            tokio::task::block_in_place(|| self.pool.run_here(Task { job, reply }));
+            // Inline, until the pass would hold the thread for long (see `caller`).
+            let job = PassJob {
+                inline: true,
+                ..job
+            };
+            self.pool.run_here(Task { job, reply });
         } else {
             self.pool.submit(Task { job, reply });
         }

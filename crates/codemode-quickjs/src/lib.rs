@@ -7,6 +7,7 @@
 //! captured. Values cross the boundary as JSON, with an envelope for BigInt and bytes (see
 //! [`values`]). See the crate README for the limits.
 
+mod caller;
 mod compiled;
 pub mod error;
 mod executor;

@@ -83,9 +83,10 @@ impl QuickJsOptions {
     }
 
     /// Runs each pass on the calling thread instead of a sandbox thread, when that thread is
-    /// a worker of a multi-thread tokio runtime with room on its stack for the sandbox (the
-    /// worker's other tasks move to another thread meanwhile, as `block_in_place` does).
-    /// This saves two thread wake-ups per pass. The cost: dropping the call's future no
+    /// a worker of a multi-thread tokio runtime with room on its stack for the sandbox. The
+    /// pass starts inline; before it waits for a host call, or once its JavaScript has run
+    /// for a millisecond, the worker's other tasks move to another thread (`block_in_place`).
+    /// This saves two thread wake-ups per pass, and a short pass moves nothing at all. The cost: dropping the call's future no
     /// longer cancels a pass that has started; the wall-time limit still ends it.
     pub fn with_caller_thread(mut self, on: bool) -> Self {
         self.caller_thread = on;

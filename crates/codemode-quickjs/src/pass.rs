@@ -21,6 +21,7 @@ use rquickjs::{
     qjs, Context, Ctx, Exception, FromJs, Function, Object, Promise, Runtime, TypedArray, Value,
 };
 
+use crate::caller::CallerThread;
 use crate::compiled::{CodeCache, Prepared};
 use crate::memory::{CountingAllocator, MemoryGauge};
 use crate::normalize::{Normalized, CODE_FILE};
@@ -240,6 +241,8 @@ pub(crate) struct PassJob {
     pub options: Arc<QuickJsOptions>,
     /// Code prepared by earlier passes.
     pub cache: Arc<CodeCache>,
+    /// Runs inline on the caller's tokio worker (see [`CallerThread`]).
+    pub inline: bool,
 }
 
 /// Why a pass stopped before its code settled.
@@ -383,6 +386,18 @@ enum Waited {
     Cancelled,
 }
 
+/// A host reply that is ready now, without waiting.
+fn poll_reply(
+    in_flight: &RefCell<FuturesUnordered<BoxFuture<'static, Reply>>>,
+    waker: &Waker,
+) -> Option<Reply> {
+    let mut cx = TaskContext::from_waker(waker);
+    match in_flight.borrow_mut().poll_next_unpin(&mut cx) {
+        Poll::Ready(reply) => reply,
+        Poll::Pending => None,
+    }
+}
+
 fn wait_for_reply(
     in_flight: &RefCell<FuturesUnordered<BoxFuture<'static, Reply>>>,
     waker: &Waker,
@@ -422,7 +437,9 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
         cancel,
         options,
         cache,
+        inline,
     } = job;
+    let caller = inline.then(|| Arc::new(CallerThread::new()));
     let prepared = match cache.prepare(CODE_FILE, &request.code, options.max_code_bytes) {
         Ok(p) => p,
         Err(e) => return (failed(e.to_string(), Vec::new()), fresh),
@@ -433,6 +450,7 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
         let stop = stop.clone();
         let cancel = cancel.clone();
         let memory = fresh.memory.clone();
+        let caller = caller.clone();
         fresh.runtime.set_interrupt_handler(Some(Box::new(move || {
             if stop.get() != Stop::Running {
                 return true;
@@ -449,6 +467,9 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
                 stop.set(Stop::Deadline);
                 return true;
             }
+            if let Some(caller) = &caller {
+                caller.tick();
+            }
             false
         })));
     }
@@ -459,6 +480,7 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
         prepared: &prepared,
         normalized: &prepared.normalized,
         cache: &cache,
+        caller: caller.as_deref(),
         options: &options,
         deadline,
         cancel: &cancel,
@@ -481,6 +503,8 @@ struct Driver<'a> {
     normalized: &'a Normalized,
     /// Where snippets' code is prepared.
     cache: &'a CodeCache,
+    /// Set when the pass runs inline on the caller's worker.
+    caller: Option<&'a CallerThread>,
     options: &'a QuickJsOptions,
     deadline: Instant,
     cancel: &'a AtomicBool,
@@ -661,7 +685,18 @@ impl Driver<'_> {
                     "The code is waiting for a promise that nothing will ever settle (no host call is in flight; there are no timers in the sandbox). Await only connector and codemode calls, or promises built from them.".to_string(),
                 );
             }
-            match wait_for_reply(&state.in_flight, &waker, self.deadline, self.cancel) {
+            let waited = match poll_reply(&state.in_flight, &waker) {
+                Some(reply) => Waited::Reply(reply),
+                None => {
+                    let wait =
+                        || wait_for_reply(&state.in_flight, &waker, self.deadline, self.cancel);
+                    match self.caller {
+                        Some(caller) => caller.blocking(wait),
+                        None => wait(),
+                    }
+                }
+            };
+            match waited {
                 Waited::Reply((id, reply)) => {
                     if let Err(end) = self.settle(ctx, state, helpers, id, reply) {
                         return end;

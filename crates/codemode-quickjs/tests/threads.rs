@@ -149,3 +149,66 @@ async fn a_bad_namespace_is_reported_and_does_not_spoil_later_passes() {
         .await;
     assert_eq!(returned(&out), json!(2));
 }
+
+/// A host whose every call completes only after a tokio timer fires.
+struct TimerHost;
+
+impl codemode::Host for TimerHost {
+    fn call(&self, _call: codemode::HostCall) -> futures::future::BoxFuture<'_, HostReply> {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            HostReply::Value(json!("late"))
+        })
+    }
+}
+
+/// An executor running passes inline on the caller's worker, with a time limit of `limit`.
+fn inline_executor(limit: Duration) -> Arc<QuickJsExecutor> {
+    let options = QuickJsOptions::default()
+        .with_caller_thread(true)
+        .with_wall_time(limit);
+    Arc::new(QuickJsExecutor::new(options))
+}
+
+// In these two, the pass runs in a task on the runtime's only worker (the test body itself
+// runs on another thread, in `block_on`).
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn an_inline_pass_waiting_on_the_runtime_lets_the_only_worker_go() {
+    // The host's timer is driven by the worker: had the pass kept it while waiting, the
+    // timer could never fire and the pass would run into its time limit.
+    let executor = inline_executor(Duration::from_secs(5));
+    let pass = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let result = run_with(&executor, ONE_CALL, Arc::new(TimerHost)).await;
+        (result, started.elapsed())
+    });
+    let (result, took) = pass.await.unwrap();
+    assert_eq!(returned(&result), json!("late"));
+    assert!(took < Duration::from_secs(4), "{took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_long_inline_pass_lets_the_only_worker_go() {
+    let executor = inline_executor(Duration::from_secs(3));
+    let (tick_tx, tick_rx) = std::sync::mpsc::channel();
+    let started = std::time::Instant::now();
+    let pass = tokio::spawn(async move {
+        // A task queued on this worker, due while the runaway pass runs.
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let _ = tick_tx.send(std::time::Instant::now());
+        });
+        run_with(&executor, "while (true) {}", TestHost::echo()).await
+    });
+    let result = pass.await.unwrap();
+    assert!(failure(&result).contains("Time limit"), "{result:?}");
+    let ticked = tick_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("the other task ran");
+    assert!(
+        ticked.duration_since(started) < Duration::from_secs(2),
+        "the other task waited {:?} for the runaway pass",
+        ticked.duration_since(started)
+    );
+}
