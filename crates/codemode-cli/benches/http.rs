@@ -3,6 +3,7 @@
 //!
 //! The client is a plain HTTP/1.1 connection on a blocking socket (keep-alive, no pooling,
 //! no async runtime), so the figures are the server's latency plus one loopback round trip.
+//! The cases are interleaved, one sample of each per round.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -20,6 +21,41 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
 
+/// One measured case: a name and what one sample does.
+struct Case {
+    name: &'static str,
+    times: Vec<Duration>,
+}
+
+impl Case {
+    fn new(name: &'static str) -> Self {
+        Case {
+            name,
+            times: Vec::new(),
+        }
+    }
+
+    fn print(&self) {
+        println!("  {:<44} {}", self.name, ms(median(self.times.clone())));
+    }
+}
+
+/// Runs `code` (which must pause on `create_task`), approves it, then rolls it back so the
+/// task list stays empty for the other cases; returns the paused run's and the approval's
+/// times.
+fn pause_then_approve(c: &mut KeepAlive, code: &str) -> (Duration, Duration) {
+    let t = Instant::now();
+    let paused = c.run(code);
+    let half = t.elapsed();
+    let id = paused["executionId"].as_str().unwrap().to_string();
+    let done = c.post(&format!("/api/executions/{id}/approve"), &json!({}));
+    let whole = t.elapsed();
+    assert_eq!(done["status"], "completed", "{done}");
+    let undone = c.post(&format!("/api/executions/{id}/rollback"), &json!({}));
+    assert_eq!(undone["status"], "rolled_back", "{undone}");
+    (half, whole - half)
+}
+
 fn main() {
     let iterations: usize = std::env::var("CODEMODE_BENCH_N")
         .ok()
@@ -29,7 +65,7 @@ fn main() {
     let server = common::serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
     let mut c = KeepAlive::open(&server.base);
 
-    let cases: [(&str, &str); 3] = [
+    let runs: [(&str, &str); 3] = [
         ("async () => 1", "async () => 1"),
         (
             "one tasks.list_tasks({})",
@@ -40,62 +76,49 @@ fn main() {
             "for (let i = 0; i < 100; i++) await tasks.list_tasks({}); return 1",
         ),
     ];
-    println!("codemode over HTTP (keep-alive, loopback), median of {iterations}:");
-    let mut times = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
+    let same_code = "return await tasks.create_task({ title: 'bench' })";
+    let mut floor = Case::new("GET /healthz (the HTTP floor)");
+    let mut cases: Vec<Case> = runs.iter().map(|(name, _)| Case::new(name)).collect();
+    let mut pair = Case::new("create_task paused, then approved");
+    let mut pauses = Case::new("  of which the paused run");
+    let mut approvals = Case::new("  of which the approval");
+    let mut fresh = Case::new("  the same with new code each time");
+
+    // Every round takes one sample of every case, so a change in the machine's speed during
+    // the run reaches all of them alike. The first rounds warm up and are not counted.
+    for round in 0..iterations + 10 {
+        let counted = round >= 10;
         let t = Instant::now();
         c.get("/healthz");
-        times.push(t.elapsed());
-    }
-    println!(
-        "  {:<36} {}",
-        "GET /healthz (the HTTP floor)",
-        ms(median(times))
-    );
-    for (name, code) in cases {
-        for _ in 0..10 {
-            assert_eq!(c.run(code)["status"], "completed");
+        if counted {
+            floor.times.push(t.elapsed());
         }
-        let mut times = Vec::with_capacity(iterations);
-        for _ in 0..iterations {
+        for ((_, code), case) in runs.iter().zip(cases.iter_mut()) {
             let t = Instant::now();
             let out = c.run(code);
-            times.push(t.elapsed());
+            if counted {
+                case.times.push(t.elapsed());
+            }
             assert_eq!(out["status"], "completed", "{out}");
         }
-        println!("  {name:<36} {}", ms(median(times)));
+        let (paused, approved) = pause_then_approve(&mut c, same_code);
+        // Code the server has not seen: its first pass parses and compiles it.
+        let novel = format!("return await tasks.create_task({{ title: 'bench {round}' }})");
+        let (novel_paused, novel_approved) = pause_then_approve(&mut c, &novel);
+        if counted {
+            pair.times.push(paused + approved);
+            pauses.times.push(paused);
+            approvals.times.push(approved);
+            fresh.times.push(novel_paused + novel_approved);
+        }
     }
 
-    let code = "return await tasks.create_task({ title: 'bench' })";
-    let mut times = Vec::with_capacity(iterations);
-    let mut pauses = Vec::with_capacity(iterations);
-    let mut approvals = Vec::with_capacity(iterations);
-    for i in 0..iterations + 10 {
-        let t = Instant::now();
-        let paused = c.run(code);
-        let half = t.elapsed();
-        let id = paused["executionId"].as_str().unwrap().to_string();
-        let done = c.post(&format!("/api/executions/{id}/approve"), &json!({}));
-        if i >= 10 {
-            times.push(t.elapsed());
-            pauses.push(half);
-            approvals.push(t.elapsed() - half);
-        }
-        assert_eq!(done["status"], "completed", "{done}");
+    println!("codemode over HTTP (keep-alive, loopback), median of {iterations}:");
+    floor.print();
+    for case in &cases {
+        case.print();
     }
-    println!(
-        "  {:<36} {}",
-        "create_task paused, then approved",
-        ms(median(times))
-    );
-    println!(
-        "  {:<36} {}",
-        "  of which the paused run",
-        ms(median(pauses))
-    );
-    println!(
-        "  {:<36} {}",
-        "  of which the approval",
-        ms(median(approvals))
-    );
+    for case in [&pair, &pauses, &approvals, &fresh] {
+        case.print();
+    }
 }
