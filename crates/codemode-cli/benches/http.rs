@@ -100,6 +100,11 @@ fn main() {
                 case.times.push(t.elapsed());
             }
             assert_eq!(out["status"], "completed", "{out}");
+            // Deleted, so that no later run's retention prune pays for the 100 log entries
+            // of the loop: every insert then prunes one execution of the approval pairs.
+            let id = out["executionId"].as_str().unwrap();
+            let deleted = c.delete(&format!("/api/executions/{id}"));
+            assert_eq!(deleted["deleted"], id, "{deleted}");
         }
         let (paused, approved) = pause_then_approve(&mut c, same_code);
         // Code the server has not seen: its first pass parses and compiles it.

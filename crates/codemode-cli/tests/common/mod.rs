@@ -185,6 +185,13 @@ impl KeepAlive {
             .unwrap()
     }
 
+    /// `DELETE path`; the JSON answer.
+    pub fn delete(&mut self, path: &str) -> serde_json::Value {
+        self.write(self.head("DELETE", path, None).as_bytes())
+            .and_then(|()| self.answer())
+            .unwrap()
+    }
+
     /// `POST /api/run {code}`; the outcome.
     pub fn run(&mut self, code: &str) -> serde_json::Value {
         self.post("/api/run", &serde_json::json!({ "code": code }))
