@@ -478,7 +478,6 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
         declared: fresh.declared.is_some(),
         request: &request,
         prepared: &prepared,
-        normalized: &prepared.normalized,
         cache: &cache,
         caller: caller.as_deref(),
         options: &options,
@@ -497,10 +496,9 @@ struct Driver<'a> {
     /// hands out only runtimes prepared for the request's set, or for none).
     declared: bool,
     request: &'a ExecuteRequest,
-    /// The model's code, ready to run.
+    /// The model's code, ready to run (error reports map positions through its
+    /// `normalized`).
     prepared: &'a Prepared,
-    /// `prepared.normalized`, which error reports map positions through.
-    normalized: &'a Normalized,
     /// Where snippets' code is prepared.
     cache: &'a CodeCache,
     /// Set when the pass runs inline on the caller's worker.
@@ -663,7 +661,7 @@ impl Driver<'_> {
                 if let Some(end) = self.stopped() {
                     return end;
                 }
-                return PassEnd::Failed(self.caught(ctx, helpers, self.normalized));
+                return PassEnd::Failed(self.caught(ctx, helpers, &self.prepared.normalized));
             }
         };
         let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
@@ -676,7 +674,7 @@ impl Driver<'_> {
                 PromiseState::Resolved => return self.result(ctx, &main, helpers),
                 PromiseState::Rejected => {
                     let _ = main.result::<Value>();
-                    return PassEnd::Failed(self.caught(ctx, helpers, self.normalized));
+                    return PassEnd::Failed(self.caught(ctx, helpers, &self.prepared.normalized));
                 }
                 PromiseState::Pending => {}
             }
@@ -717,7 +715,7 @@ impl Driver<'_> {
     fn result<'js>(&self, ctx: &Ctx<'js>, main: &Promise<'js>, helpers: &Helpers<'js>) -> PassEnd {
         let value = match main.result::<Value>() {
             Some(Ok(v)) => v,
-            _ => return PassEnd::Failed(self.caught(ctx, helpers, self.normalized)),
+            _ => return PassEnd::Failed(self.caught(ctx, helpers, &self.prepared.normalized)),
         };
         match helpers.encode.call::<_, String>((value,)) {
             Ok(text) => match serde_json::from_str(&text) {
@@ -730,7 +728,7 @@ impl Driver<'_> {
                 }
                 PassEnd::Failed(format!(
                     "The result cannot be returned: {}",
-                    self.caught(ctx, helpers, self.normalized)
+                    self.caught(ctx, helpers, &self.prepared.normalized)
                 ))
             }
         }
@@ -790,7 +788,7 @@ impl Driver<'_> {
             Ok(()) => Ok(()),
             Err(_) => match self.stopped() {
                 Some(end) => Err(end),
-                None => Err(PassEnd::Failed(self.caught(ctx, helpers, self.normalized))),
+                None => Err(PassEnd::Failed(self.caught(ctx, helpers, &self.prepared.normalized))),
             },
         }
     }
