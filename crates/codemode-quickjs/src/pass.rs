@@ -788,7 +788,11 @@ impl Driver<'_> {
             Ok(()) => Ok(()),
             Err(_) => match self.stopped() {
                 Some(end) => Err(end),
-                None => Err(PassEnd::Failed(self.caught(ctx, helpers, &self.prepared.normalized))),
+                None => Err(PassEnd::Failed(self.caught(
+                    ctx,
+                    helpers,
+                    &self.prepared.normalized,
+                ))),
             },
         }
     }
