@@ -35,6 +35,23 @@ async fn paused(store: &PostgresStore, prefix: &str, n: usize) -> Vec<String> {
     ids
 }
 
+/// Whether `owner`'s claim of `id` from `from` at `now_ms`, for a lease until `until_ms`,
+/// wins.
+async fn claim_wins(
+    store: PostgresStore,
+    id: String,
+    from: ExecutionStatus,
+    owner: &str,
+    until_ms: i64,
+    now_ms: i64,
+) -> bool {
+    store
+        .claim(RT, &id, from, &lease(owner, until_ms), now_ms, &available())
+        .await
+        .unwrap()
+        .is_won()
+}
+
 /// Runs `a` and `b` on two tasks released by one barrier; returns both answers.
 async fn race<A, B>(a: A, b: B) -> (bool, bool)
 where
@@ -64,32 +81,8 @@ async fn two_nodes_claim_one_paused_execution_exactly_one_wins_1000_times() {
         let (sa, sb) = (a.clone(), b.clone());
         let (ia, ib) = (id.clone(), id.clone());
         let (wa, wb) = race(
-            async move {
-                sa.claim(
-                    RT,
-                    &ia,
-                    ExecutionStatus::Paused,
-                    &lease("A", i64::MAX),
-                    0,
-                    &available(),
-                )
-                .await
-                .unwrap()
-                .is_won()
-            },
-            async move {
-                sb.claim(
-                    RT,
-                    &ib,
-                    ExecutionStatus::Paused,
-                    &lease("B", i64::MAX),
-                    0,
-                    &available(),
-                )
-                .await
-                .unwrap()
-                .is_won()
-            },
+            claim_wins(sa, ia, ExecutionStatus::Paused, "A", i64::MAX, 0),
+            claim_wins(sb, ib, ExecutionStatus::Paused, "B", i64::MAX, 0),
         )
         .await;
         assert!(wa ^ wb, "{id}: exactly one claim must win (A {wa}, B {wb})");
@@ -118,19 +111,7 @@ async fn approve_and_reject_at_once_exactly_one_wins() {
         let (sa, sb) = (a.clone(), b.clone());
         let (ia, ib) = (id.clone(), id.clone());
         let (approved, rejected) = race(
-            async move {
-                sa.claim(
-                    RT,
-                    &ia,
-                    ExecutionStatus::Paused,
-                    &lease("A", i64::MAX),
-                    0,
-                    &available(),
-                )
-                .await
-                .unwrap()
-                .is_won()
-            },
+            claim_wins(sa, ia, ExecutionStatus::Paused, "A", i64::MAX, 0),
             async move {
                 let c = Commit {
                     execution_id: ib,
@@ -173,32 +154,8 @@ async fn two_nodes_take_over_an_expired_run_exactly_one_wins() {
         let (sa, sb) = (a.clone(), b.clone());
         let (ia, ib) = (id.clone(), id.clone());
         let (wa, wb) = race(
-            async move {
-                sa.claim(
-                    RT,
-                    &ia,
-                    ExecutionStatus::Running,
-                    &lease("A", 1000),
-                    11,
-                    &available(),
-                )
-                .await
-                .unwrap()
-                .is_won()
-            },
-            async move {
-                sb.claim(
-                    RT,
-                    &ib,
-                    ExecutionStatus::Running,
-                    &lease("B", 1000),
-                    11,
-                    &available(),
-                )
-                .await
-                .unwrap()
-                .is_won()
-            },
+            claim_wins(sa, ia, ExecutionStatus::Running, "A", 1000, 11),
+            claim_wins(sb, ib, ExecutionStatus::Running, "B", 1000, 11),
         )
         .await;
         assert!(wa ^ wb, "{id}: A {wa}, B {wb}");
