@@ -51,15 +51,11 @@ impl TaskDb {
             let snapshot = c.unchecked_transaction()?;
             let mut s = c.prepare_cached("SELECT id, title, done FROM demo_tasks ORDER BY id")?;
             let tasks = s
-                .query_map([], |r| {
-                    Ok(json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0}))
-                })?
+                .query_map([], task_json)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             let mut s = c.prepare_cached("SELECT id, text FROM demo_notes ORDER BY id")?;
             let notes = s
-                .query_map([], |r| {
-                    Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?}))
-                })?
+                .query_map([], note_json)?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             snapshot.commit()?;
             Ok(json!({"tasks": tasks, "notes": notes}))
@@ -68,24 +64,15 @@ impl TaskDb {
 
     /// Creates a task once per call key (a re-run after a crash finds the same task).
     pub fn create(&self, title: &str, key: &str) -> Result<Value, ToolError> {
-        let row = |r: &rusqlite::Row| {
-            Ok(
-                json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0}),
-            )
-        };
         self.with(|c| {
-            let made = c
-                .prepare_cached(
-                    "INSERT INTO demo_tasks (title, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING RETURNING id, title, done",
-                )?
-                .query_row(params![title, key], row)
-                .optional()?;
-            match made {
-                Some(task) => Ok(task),
-                None => c
-                    .prepare_cached("SELECT id, title, done FROM demo_tasks WHERE call_key = ?1")?
-                    .query_row([key], row),
-            }
+            insert_once(
+                c,
+                "INSERT INTO demo_tasks (title, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING RETURNING id, title, done",
+                "SELECT id, title, done FROM demo_tasks WHERE call_key = ?1",
+                title,
+                key,
+                task_json,
+            )
         })
     }
 
@@ -99,7 +86,7 @@ impl TaskDb {
             c.query_row(
                 "SELECT id, title, done FROM demo_tasks WHERE id = ?1",
                 [id],
-                |r| Ok(json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0})),
+                task_json,
             )
             .optional()
         })?;
@@ -114,22 +101,15 @@ impl TaskDb {
 
     /// Adds a note once per call key.
     pub fn add_note(&self, text: &str, key: &str) -> Result<Value, ToolError> {
-        let row = |r: &rusqlite::Row| {
-            Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?}))
-        };
         self.with(|c| {
-            let made = c
-                .prepare_cached(
-                    "INSERT INTO demo_notes (text, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING RETURNING id, text",
-                )?
-                .query_row(params![text, key], row)
-                .optional()?;
-            match made {
-                Some(note) => Ok(note),
-                None => c
-                    .prepare_cached("SELECT id, text FROM demo_notes WHERE call_key = ?1")?
-                    .query_row([key], row),
-            }
+            insert_once(
+                c,
+                "INSERT INTO demo_notes (text, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING RETURNING id, text",
+                "SELECT id, text FROM demo_notes WHERE call_key = ?1",
+                text,
+                key,
+                note_json,
+            )
         })
     }
 
@@ -137,6 +117,38 @@ impl TaskDb {
     pub fn delete_note(&self, id: i64) -> Result<(), ToolError> {
         self.with(|c| c.execute("DELETE FROM demo_notes WHERE id = ?1", [id]))
             .map(|_| ())
+    }
+}
+
+/// A `demo_tasks` row (`id, title, done`) as JSON.
+fn task_json(r: &rusqlite::Row) -> rusqlite::Result<Value> {
+    Ok(
+        json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0}),
+    )
+}
+
+/// A `demo_notes` row (`id, text`) as JSON.
+fn note_json(r: &rusqlite::Row) -> rusqlite::Result<Value> {
+    Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?}))
+}
+
+/// Inserts a row once per call key: `insert` (`… ON CONFLICT DO NOTHING RETURNING` the row)
+/// with `value` and `key`; when the key was used before, `select` reads the row it made.
+fn insert_once(
+    c: &Connection,
+    insert: &str,
+    select: &str,
+    value: &str,
+    key: &str,
+    row: fn(&rusqlite::Row) -> rusqlite::Result<Value>,
+) -> rusqlite::Result<Value> {
+    let made = c
+        .prepare_cached(insert)?
+        .query_row(params![value, key], row)
+        .optional()?;
+    match made {
+        Some(made) => Ok(made),
+        None => c.prepare_cached(select)?.query_row([key], row),
     }
 }
 
