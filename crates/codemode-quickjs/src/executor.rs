@@ -82,21 +82,20 @@ impl Executor for QuickJsExecutor {
             armed: true,
         };
         let (reply, receiver) = oneshot::channel();
+        let handle = Handle::try_current().ok();
+        // Inline, until the pass would hold the thread for long (see `caller`).
+        let inline =
+            self.options.caller_thread && caller_thread_fits(handle.as_ref(), &self.options);
         let job = PassJob {
             request,
             host,
-            handle: Handle::try_current().ok(),
+            handle,
             cancel,
             options: self.options.clone(),
             cache: self.cache.clone(),
-            inline: false,
+            inline,
         };
-        if self.options.caller_thread && caller_thread_fits(job.handle.as_ref(), &self.options) {
-            // Inline, until the pass would hold the thread for long (see `caller`).
-            let job = PassJob {
-                inline: true,
-                ..job
-            };
+        if inline {
             self.pool.run_here(Task { job, reply });
         } else {
             self.pool.submit(Task { job, reply });

@@ -78,11 +78,12 @@ impl SqliteStore {
     pub fn with_connection<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> T {
         let mut conn = self.lock();
         let out = f(&mut conn);
-        if !conn.is_autocommit() {
-            tracing::warn!(store = %self.location, "with_connection left a transaction open; rolled back");
-            if let Err(e) = conn.execute_batch("ROLLBACK") {
-                tracing::warn!(store = %self.location, error = %e, "rolling back failed");
+        match roll_back_open(&conn) {
+            Ok(false) => {}
+            Ok(true) => {
+                tracing::warn!(store = %self.location, "with_connection left a transaction open; rolled back")
             }
+            Err(e) => tracing::warn!(store = %self.location, error = %e, "rolling back failed"),
         }
         out
     }
@@ -105,12 +106,18 @@ impl SqliteStore {
     fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|poisoned| {
             let conn = poisoned.into_inner();
-            if !conn.is_autocommit() {
-                let _ = conn.execute_batch("ROLLBACK");
-            }
+            let _ = roll_back_open(&conn);
             conn
         })
     }
+}
+
+/// Rolls back the transaction open on `conn`, if any; says whether there was one.
+fn roll_back_open(conn: &Connection) -> rusqlite::Result<bool> {
+    if conn.is_autocommit() {
+        return Ok(false);
+    }
+    conn.execute_batch("ROLLBACK").map(|()| true)
 }
 
 #[async_trait]
