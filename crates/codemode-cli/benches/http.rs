@@ -4,6 +4,10 @@
 //! The client is a plain HTTP/1.1 connection on a blocking socket (keep-alive, no pooling,
 //! no async runtime), so the figures are the server's latency plus one loopback round trip.
 //! The cases are interleaved, one sample of each per round.
+//!
+//! `CODEMODE_BENCH_BASELINE=/path/to/an/older/codemode` also starts that build and takes every
+//! sample from both servers in the same round (alternating which goes first), so the two
+//! columns share the machine's state at every moment; the last column is new / baseline.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -56,49 +60,58 @@ fn pause_then_approve(c: &mut KeepAlive, code: &str) -> (Duration, Duration) {
     (half, whole - half)
 }
 
-fn main() {
-    let iterations: usize = std::env::var("CODEMODE_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
-    let dir = tempfile::tempdir().unwrap();
-    let server = common::serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
-    let mut c = KeepAlive::open(&server.base);
+/// One server under measurement, its client and its samples.
+struct Subject {
+    label: String,
+    _server: common::Server,
+    client: KeepAlive,
+    cases: Vec<Case>,
+}
 
-    let runs: [(&str, &str); 3] = [
-        ("async () => 1", "async () => 1"),
-        (
-            "one tasks.list_tasks({})",
-            "return await tasks.list_tasks({})",
-        ),
-        (
-            "loop of 100 list_tasks",
-            "for (let i = 0; i < 100; i++) await tasks.list_tasks({}); return 1",
-        ),
-    ];
-    let same_code = "return await tasks.create_task({ title: 'bench' })";
-    let mut floor = Case::new("GET /healthz (the HTTP floor)");
-    let mut cases: Vec<Case> = runs.iter().map(|(name, _)| Case::new(name)).collect();
-    let mut pair = Case::new("create_task paused, then approved");
-    let mut pauses = Case::new("  of which the paused run");
-    let mut approvals = Case::new("  of which the approval");
-    let mut fresh = Case::new("  the same with new code each time");
+const RUNS: [(&str, &str); 3] = [
+    ("async () => 1", "async () => 1"),
+    (
+        "one tasks.list_tasks({})",
+        "return await tasks.list_tasks({})",
+    ),
+    (
+        "loop of 100 list_tasks",
+        "for (let i = 0; i < 100; i++) await tasks.list_tasks({}); return 1",
+    ),
+];
 
-    // Every round takes one sample of every case, so a change in the machine's speed during
-    // the run reaches all of them alike. The first rounds warm up and are not counted.
-    for round in 0..iterations + 10 {
-        let counted = round >= 10;
+impl Subject {
+    fn start(label: &str, bin: &str, dir: &std::path::Path) -> Subject {
+        let store = format!("sqlite:{}", dir.join("codemode.db").display());
+        let server = common::serve_bin_on(bin, dir, &store, &["--listen", "127.0.0.1:0"], &[]);
+        let client = KeepAlive::open(&server.base);
+        let mut cases = vec![Case::new("GET /healthz (the HTTP floor)")];
+        cases.extend(RUNS.iter().map(|(name, _)| Case::new(name)));
+        cases.extend([
+            Case::new("create_task paused, then approved"),
+            Case::new("  of which the paused run"),
+            Case::new("  of which the approval"),
+            Case::new("  the same with new code each time"),
+        ]);
+        Subject {
+            label: label.to_string(),
+            _server: server,
+            client,
+            cases,
+        }
+    }
+
+    /// Takes one sample of every case.
+    fn round(&mut self, round: usize, counted: bool) {
+        let c = &mut self.client;
+        let mut times = Vec::new();
         let t = Instant::now();
         c.get("/healthz");
-        if counted {
-            floor.times.push(t.elapsed());
-        }
-        for ((_, code), case) in runs.iter().zip(cases.iter_mut()) {
+        times.push(t.elapsed());
+        for (_, code) in RUNS.iter() {
             let t = Instant::now();
             let out = c.run(code);
-            if counted {
-                case.times.push(t.elapsed());
-            }
+            times.push(t.elapsed());
             assert_eq!(out["status"], "completed", "{out}");
             // Deleted, so that no later run's retention prune pays for the 100 log entries
             // of the loop: every insert then prunes one execution of the approval pairs.
@@ -106,24 +119,69 @@ fn main() {
             let deleted = c.delete(&format!("/api/executions/{id}"));
             assert_eq!(deleted["deleted"], id, "{deleted}");
         }
-        let (paused, approved) = pause_then_approve(&mut c, same_code);
+        let same_code = "return await tasks.create_task({ title: 'bench' })";
+        let (paused, approved) = pause_then_approve(c, same_code);
         // Code the server has not seen: its first pass parses and compiles it.
         let novel = format!("return await tasks.create_task({{ title: 'bench {round}' }})");
-        let (novel_paused, novel_approved) = pause_then_approve(&mut c, &novel);
+        let (novel_paused, novel_approved) = pause_then_approve(c, &novel);
+        times.extend([
+            paused + approved,
+            paused,
+            approved,
+            novel_paused + novel_approved,
+        ]);
         if counted {
-            pair.times.push(paused + approved);
-            pauses.times.push(paused);
-            approvals.times.push(approved);
-            fresh.times.push(novel_paused + novel_approved);
+            for (case, time) in self.cases.iter_mut().zip(times) {
+                case.times.push(time);
+            }
+        }
+    }
+}
+
+fn main() {
+    let iterations: usize = std::env::var("CODEMODE_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("this");
+    std::fs::create_dir_all(&mine).unwrap();
+    let mut subjects = vec![Subject::start("this build", common::BIN, &mine)];
+    if let Ok(baseline) = std::env::var("CODEMODE_BENCH_BASELINE") {
+        let theirs = dir.path().join("baseline");
+        std::fs::create_dir_all(&theirs).unwrap();
+        subjects.push(Subject::start("baseline", &baseline, &theirs));
+    }
+
+    // Every round takes one sample of every case (of every server), so a change in the
+    // machine's speed during the run reaches all of them alike. The first rounds warm up.
+    for round in 0..iterations + 10 {
+        let counted = round >= 10;
+        let n = subjects.len();
+        for k in 0..n {
+            subjects[(round + k) % n].round(round, counted);
         }
     }
 
     println!("codemode over HTTP (keep-alive, loopback), median of {iterations}:");
-    floor.print();
-    for case in &cases {
-        case.print();
+    if subjects.len() == 1 {
+        for case in &subjects[0].cases {
+            case.print();
+        }
+        return;
     }
-    for case in [&pair, &pauses, &approvals, &fresh] {
-        case.print();
+    println!(
+        "  {:<44} {:>10} {:>10} {:>7}",
+        "", subjects[0].label, subjects[1].label, "ratio"
+    );
+    for (new, old) in subjects[0].cases.iter().zip(&subjects[1].cases) {
+        let (a, b) = (median(new.times.clone()), median(old.times.clone()));
+        println!(
+            "  {:<44} {:>10} {:>10} {:>7.2}",
+            new.name,
+            ms(a),
+            ms(b),
+            a.as_secs_f64() / b.as_secs_f64()
+        );
     }
 }

@@ -1,12 +1,14 @@
 //! Turns the configuration and the command-line flags into a [`Runtime`].
 
-use crate::config::{
-    Config, ConnectorConfig, McpEntry, OpenApiEntry, StoreUrl, DEFAULT_LISTEN, DEFAULT_STORE,
-};
-use crate::demo;
+use crate::config::{self, StoreUrl};
 use anyhow::{Context, Result};
 use codemode::{Runtime, Store};
+use codemode_demo as demo;
+use codemode_mcp::{McpConfig, McpTransport};
+use codemode_openapi::OpenApiConfig;
 use codemode_quickjs::{QuickJsExecutor, QuickJsOptions};
+use codemode_server::config::{Config, DEFAULT_LISTEN, DEFAULT_STORE};
+pub use codemode_server::text::shell_word as quote;
 use codemode_sqlite::SqliteStore;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -44,6 +46,9 @@ pub struct CommonArgs {
     /// An OpenAPI document as a connector: NAME=SPEC[@BASE_URL] (repeatable).
     #[arg(long = "openapi", global = true, value_name = "NAME=SPEC[@BASE_URL]")]
     pub openapi: Vec<String>,
+    /// The runtime's name: which executions and snippets of the store are its own (default `default`).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub runtime: Option<String>,
 }
 
 fn split_flag<'a>(flag: &str, value: &'a str) -> Result<(&'a str, &'a str)> {
@@ -73,7 +78,7 @@ pub struct Settings {
 impl Settings {
     /// Reads the configuration and applies the flags.
     pub fn load(args: &CommonArgs) -> Result<Settings> {
-        let (config, config_path) = Config::load(args.config.as_deref())?;
+        let (config, config_path) = config::load(args.config.as_deref())?;
         let store = args
             .store
             .clone()
@@ -84,18 +89,13 @@ impl Settings {
         let mut config = config;
         for v in &args.mcp {
             let (name, cmd) = split_flag("mcp", v)?;
-            let cmd = cmd.split_whitespace().map(str::to_string).collect();
-            let entry = McpEntry::from_flag(Some(cmd), None);
-            config
-                .connectors
-                .insert(name.to_string(), ConnectorConfig::Mcp(entry));
+            let mut words = cmd.split_whitespace();
+            let program = words.next().unwrap_or_default();
+            config.add_mcp(McpConfig::new(name, McpTransport::stdio(program, words)));
         }
         for v in &args.mcp_url {
             let (name, url) = split_flag("mcp-url", v)?;
-            let entry = McpEntry::from_flag(None, Some(url.to_string()));
-            config
-                .connectors
-                .insert(name.to_string(), ConnectorConfig::Mcp(entry));
+            config.add_mcp(McpConfig::new(name, McpTransport::http(url)));
         }
         for v in &args.openapi {
             let (name, spec) = split_flag("openapi", v)?;
@@ -104,10 +104,12 @@ impl Settings {
                 Some(i) => (&spec[..i], Some(spec[i + 1..].to_string())),
                 None => (spec, None),
             };
-            let entry = OpenApiEntry::from_flag(spec.to_string(), base);
-            config
-                .connectors
-                .insert(name.to_string(), ConnectorConfig::Openapi(entry));
+            let mut entry = OpenApiConfig::new(name, spec);
+            entry.base_url = base;
+            config.add_openapi(entry);
+        }
+        if let Some(name) = &args.runtime {
+            config.runtime = Some(name.clone());
         }
         let demo = args.demo || config.demo.unwrap_or(false) || config.connectors.is_empty();
         Ok(Settings {
@@ -137,11 +139,15 @@ pub struct App {
     pub runtime: Runtime,
     /// `(connector, error)` for each configured connector that failed to start.
     pub failed: Vec<(String, String)>,
+    /// `(connector, warning)` for what a started connector left out or renamed.
+    pub warnings: Vec<(String, String)>,
     /// The store as shown to people: the SQLite file's absolute path, or the PostgreSQL URL
     /// without its password.
     pub store_label: String,
     /// The `--store` flag that reaches the same store from another process.
     pub store_flag: String,
+    /// The workspace the sandbox reaches as `state` (`[workspace]`); `None` when it is off.
+    pub workspace: Option<codemode_workspace::Workspace>,
 }
 
 /// The store, the demo's tables on it (when the demo is on), and how to show and reach it.
@@ -155,6 +161,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("cannot create the directory {}", dir.display()))?;
             }
+            let fresh = !db_path.exists();
             let store = Arc::new(
                 SqliteStore::open(db_path)
                     .with_context(|| format!("cannot open the store {}", db_path.display()))?,
@@ -165,12 +172,16 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
             };
             let abs = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.clone());
             let label = show_path(&abs);
-            let flag = format!("--store sqlite:{label}");
+            if fresh {
+                eprintln!("codemode: created a new store {label}");
+            }
+            let flag = format!("--store {}", quote(&format!("sqlite:{label}")));
             (store as Arc<dyn Store>, tasks, label, flag)
         }
         StoreUrl::Postgres(url) => {
             let shown = codemode_postgres::redact(url);
-            let progress = crate::progress::Progress::start(&format!("connecting to {shown}"));
+            let progress =
+                codemode_server::progress::Progress::start(&format!("connecting to {shown}"));
             let store = codemode_postgres::PostgresStore::connect(url)
                 .await
                 .with_context(|| format!("cannot open the store {shown}"))?;
@@ -202,23 +213,47 @@ pub fn executor(settings: &Settings) -> QuickJsExecutor {
 /// Opens the store, starts the connectors and builds the runtime.
 pub async fn build(settings: &Settings) -> Result<App> {
     let (store, tasks, store_label, store_flag) = open_store(settings).await?;
+    let section = &settings.config.workspace;
+    let workspace = section
+        .open(store.clone())
+        .context("[workspace] in codemode.toml")?;
     let mut builder = Runtime::builder(store, Arc::new(executor(settings)));
     if let Some(keep) = settings.config.max_executions {
         builder = builder.max_executions(keep);
+    }
+    if let Some(name) = &settings.config.runtime {
+        builder = builder.name(name.clone());
+    }
+    let limits = &settings.config.limits;
+    if let Some(n) = limits.max_in_flight {
+        builder = builder.max_in_flight(n);
+    }
+    if let Some(n) = limits.max_in_flight_per_execution {
+        builder = builder.max_in_flight_per_execution(n);
+    }
+    if let Some(ms) = limits.lease_ms {
+        builder = builder.lease(Duration::from_millis(ms));
     }
     if let Some(tasks) = tasks {
         builder = builder
             .connector(demo::connector(tasks))
             .hint("tasks", "the built-in demo to-do list");
     }
-    let mut failed = Vec::new();
+    let (mut failed, mut warnings) = (Vec::new(), Vec::new());
     for (name, connector) in &settings.config.connectors {
-        let progress = crate::progress::Progress::start(&format!("starting connector {name}"));
-        let started = start_connector(name, connector).await;
+        let progress =
+            codemode_server::progress::Progress::start(&format!("starting connector {name}"));
+        let started = codemode_server::start_connector_warned(connector).await;
         progress.done();
         match started {
-            Ok(c) => {
-                builder = builder.connector_arc(c);
+            Ok((c, warned)) => {
+                warnings.extend(warned.into_iter().map(|w| (name.clone(), w)));
+                builder = builder
+                    .connector_arc(c)
+                    .call_timeout_for(name.clone(), connector.call_timeout());
+                if let Some(n) = connector.max_in_flight() {
+                    builder = builder.max_in_flight_for(name.clone(), n);
+                }
                 if let Some(hint) = connector.hint() {
                     builder = builder.hint(name.clone(), hint);
                 }
@@ -230,37 +265,52 @@ pub async fn build(settings: &Settings) -> Result<App> {
             }
         }
     }
+    // Last, so the configured connectors come first in listings.
+    if let Some(ws) = &workspace {
+        if settings.config.connectors.contains_key(&section.name) {
+            anyhow::bail!("the workspace global {0:?} is also a connector's name; rename the connector, set [workspace] name = \"…\", or enabled = false", section.name);
+        }
+        let connector = codemode_workspace::StateConnector::named(&section.name, ws.clone());
+        builder = builder.connector(connector).hint(
+            section.name.clone(),
+            "durable files: write large data to files and return a summary",
+        );
+    }
     let runtime = builder.build().context("cannot build the runtime")?;
+    runtime
+        .tool_with(settings.config.tool.options())
+        .context("[tool] description")?;
     Ok(App {
         runtime,
         failed,
+        warnings,
         store_label,
         store_flag,
+        workspace,
     })
 }
 
-/// Starts one configured connector; an error names the connector and why.
-async fn start_connector(
-    name: &str,
-    config: &ConnectorConfig,
-) -> Result<Arc<dyn codemode::Connector>> {
-    config.check_secrets(name)?;
-    match config {
-        ConnectorConfig::Openapi(o) => {
-            let c = codemode_openapi::OpenApiConnector::from_spec(o.to_openapi(name))
-                .await
-                .with_context(|| format!("connectors.{name}: cannot load {}", o.spec))?;
-            Ok(Arc::new(c))
-        }
-        ConnectorConfig::Mcp(m) => {
-            let config = m.to_mcp(name)?;
-            let what = config.transport.describe();
-            let c = codemode_mcp::McpConnector::connect(config)
-                .await
-                .with_context(|| format!("connectors.{name}: cannot start MCP server {what}"))?;
-            Ok(Arc::new(c))
-        }
+/// The flags that build the same runtime in another process: the config file, the demo, the
+/// connectors, limits and runtime name given on this command line, each quoted for a shell.
+pub fn again_flags(settings: &Settings, common: &CommonArgs) -> String {
+    let mut flags: Vec<(&str, String)> = Vec::new();
+    if let Some(p) = &settings.config_path {
+        flags.push(("config", p.display().to_string()));
     }
+    flags.extend(common.mcp.iter().map(|v| ("mcp", v.clone())));
+    flags.extend(common.mcp_url.iter().map(|v| ("mcp-url", v.clone())));
+    flags.extend(common.openapi.iter().map(|v| ("openapi", v.clone())));
+    flags.extend(common.timeout_ms.map(|n| ("timeout-ms", n.to_string())));
+    flags.extend(common.memory_mb.map(|n| ("memory-mb", n.to_string())));
+    flags.extend(common.runtime.clone().map(|r| ("runtime", r)));
+    let mut out: String = flags
+        .iter()
+        .map(|(f, v)| format!(" --{f} {}", quote(v)))
+        .collect();
+    if common.demo {
+        out.push_str(" --demo");
+    }
+    out
 }
 
 /// `true` for loopback addresses, which need no token.

@@ -1,26 +1,19 @@
 //! `codemode`: serve the Code Mode tool over MCP and HTTP, and manage executions from the shell.
 
-mod app;
-mod cli;
-mod config;
-mod console;
-mod demo;
-mod http;
-mod mcp;
-mod openapi_mcp;
-mod progress;
-mod serve;
-
 use clap::Parser;
+use codemode_cli::cli;
 
 fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("CODEMODE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match args.log_format.as_str() {
+        "json" => logs.json().flatten_event(true).init(),
+        _ => logs.init(),
+    }
     // Passes run on the workers (see `app::executor`): 8 MiB leaves room for the sandbox's
     // JavaScript stack and the host calls polled under it.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -34,11 +27,14 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli::dispatch(args)) {
+    let code = match runtime.block_on(cli::dispatch(args)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
-    }
+    };
+    // No MCP server this process started outlives it (their process groups included).
+    codemode_mcp::stop_all_servers(std::time::Duration::from_millis(500));
+    code
 }

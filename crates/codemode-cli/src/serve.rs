@@ -1,11 +1,13 @@
 //! `codemode serve`: the HTTP API and MCP over HTTP, or MCP over stdio.
 
 use crate::app::{self, CommonArgs, Settings};
-use crate::config::{ConnectorConfig, McpEntry};
-use crate::http::{self, AppState};
-use crate::mcp;
 use anyhow::{bail, Context, Result};
+use codemode_mcp::{McpConfig, McpTransport};
+use codemode_server::auth::Tokens;
+use codemode_server::listen::ListenOptions;
+use codemode_server::ServerOptions;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Flags of `codemode serve`.
@@ -21,7 +23,9 @@ pub struct ServeArgs {
 
 /// Runs the server until Ctrl-C (or, with `--stdio`, until the client leaves).
 pub async fn run(common: &CommonArgs, args: &ServeArgs) -> Result<()> {
-    serve_with(Settings::load(common)?, args, common.token_env.clone()).await
+    let settings = Settings::load(common)?;
+    let flags = app::again_flags(&settings, common);
+    serve_with(settings, args, common.token_env.clone(), flags).await
 }
 
 /// `codemode wrap -- CMD ARGS…`: an existing MCP server behind the single code tool, on stdio.
@@ -30,62 +34,95 @@ pub async fn wrap(common: &CommonArgs, name: &str, command: Vec<String>) -> Resu
         bail!("give the MCP server to wrap: codemode wrap -- COMMAND ARGS…");
     }
     let mut settings = Settings::load(common)?;
-    settings.config.connectors.insert(
-        name.to_string(),
-        ConnectorConfig::Mcp(McpEntry::from_flag(Some(command), None)),
-    );
+    let transport = McpTransport::stdio(command[0].clone(), command[1..].to_vec());
+    settings.config.add_mcp(McpConfig::new(name, transport));
     settings.demo = common.demo;
     let args = ServeArgs {
         listen: None,
         stdio: true,
     };
-    serve_with(settings, &args, None).await
+    let wrapped = app::quote(&format!("{name}={}", command.join(" ")));
+    let flags = format!("{} --mcp {wrapped}", app::again_flags(&settings, common));
+    serve_with(settings, &args, None, flags).await
 }
 
-async fn serve_with(settings: Settings, args: &ServeArgs, token_env: Option<String>) -> Result<()> {
+async fn serve_with(
+    settings: Settings,
+    args: &ServeArgs,
+    token_env: Option<String>,
+    flags: String,
+) -> Result<()> {
     let app = app::build(&settings).await?;
-    let token_env = token_env.or_else(|| settings.config.auth.token_env.clone());
-    let token = match &token_env {
-        Some(var) => match std::env::var(var) {
-            Ok(t) if !t.is_empty() => Some(Arc::new(t)),
-            _ => bail!("the bearer token variable {var} (--token-env / auth.token_env) is not set or empty"),
-        },
-        None => None,
+    let auth = &settings.config.auth;
+    let token_field = match &token_env {
+        Some(var) => Some(("--token-env", var.as_str())),
+        None => auth.token_env.as_deref().map(|v| ("auth.token_env", v)),
     };
-    let store_flag = app.store_flag.clone();
+    let elicitation = settings.config.approvals.elicitation;
+    let wait = settings
+        .config
+        .approvals
+        .wait_ms
+        .map_or(codemode_server::DEFAULT_WAIT, Duration::from_millis);
+    let me = app::self_command();
+    let again = format!("{me} {}{flags}", app.store_flag);
+    let runtime = Arc::new(app.runtime);
+    codemode_server::recover::resume_interrupted(runtime.clone(), |l| eprintln!("codemode: {l}"));
     if args.stdio {
-        let state = AppState {
-            runtime: app.runtime,
-            failed: Arc::new(app.failed),
-            token: None,
-            approve_hint: Arc::new(format!(" {store_flag}")),
+        let options = ServerOptions {
+            failed_connectors: app.failed,
+            connector_warnings: app.warnings,
+            approve_hint: again,
+            elicitation: elicitation.unwrap_or(true),
+            wait,
+            tool: settings.config.tool.options(),
+            workspace: app.workspace.clone(),
+            ..ServerOptions::default()
         };
         tracing::info!(store = %app.store_label, "serving MCP over stdio");
-        return mcp::serve_stdio(state).await;
+        return Ok(codemode_server::serve_stdio(runtime, options).await?);
     }
+    let tokens = Tokens::resolve(token_field, &auth.tokens, |v| std::env::var(v).ok())?;
     let addr = settings.listen(args.listen.as_deref())?;
     let loopback = app::is_loopback(&addr);
-    if !loopback && token.is_none() {
-        bail!("listening on {addr} (not loopback) requires a bearer token: set one in an environment variable and pass --token-env VAR (or auth.token_env in the config)");
+    if !loopback && tokens.is_empty() {
+        bail!("listening on {addr} (not loopback) requires a bearer token: set one in an environment variable and pass --token-env VAR (or auth.token_env, or [auth.tokens.NAME] in the config)");
     }
-    let base = format!("http://{addr}");
-    let failed = Arc::new(app.failed);
-    let state = AppState {
-        runtime: app.runtime,
-        failed: failed.clone(),
-        token,
-        approve_hint: Arc::new(format!(
-            " {store_flag}, or POST {base}/api/executions/{{id}}/approve"
-        )),
-    };
-    let max_body = settings.config.limits.max_body_bytes.unwrap_or(1024 * 1024);
-    let shutdown = CancellationToken::new();
-    let router = http::router(state, max_body, loopback, shutdown.clone());
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
+    let listener = codemode_server::listen::bind(addr)
         .with_context(|| format!("cannot listen on {addr} (is another codemode serve running there? pick another with --listen)"))?;
     let local = listener.local_addr()?;
     let base = format!("http://{local}");
+    let (failed, warnings) = (app.failed.clone(), app.warnings.clone());
+    let token_flag = token_field.map_or(String::new(), |(_, var)| format!(" --token-env {var}"));
+    let remote = format!("{me} --server {base}{token_flag}");
+    let shutdown = CancellationToken::new();
+    let limits = &settings.config.limits;
+    let options = ServerOptions {
+        max_body_bytes: limits
+            .max_body_bytes
+            .unwrap_or(codemode_server::DEFAULT_MAX_BODY_BYTES),
+        loopback,
+        elicitation: elicitation.unwrap_or(!tokens.has_named()),
+        wait,
+        tokens,
+        listen: Some(local),
+        allowed_hosts: auth.allowed_hosts.clone(),
+        approve_hint: remote.clone(),
+        failed_connectors: app.failed,
+        connector_warnings: app.warnings,
+        shutdown: shutdown.clone(),
+        tool: settings.config.tool.options(),
+        workspace: app.workspace.clone(),
+    };
+    let defaults = ListenOptions::default();
+    let listen_options = ListenOptions {
+        header_timeout: limits
+            .header_timeout_ms
+            .map_or(defaults.header_timeout, Duration::from_millis),
+        max_connections: limits.max_connections.unwrap_or(defaults.max_connections),
+    };
+    let example = codemode_server::text::example_code(&runtime);
+    let router = codemode_server::router(runtime.clone(), options);
     eprintln!("codemode serving on {base}");
     eprintln!("  web console:           {base}/");
     eprintln!("  MCP (Streamable HTTP): {base}/mcp");
@@ -93,21 +130,23 @@ async fn serve_with(settings: Settings, args: &ServeArgs, token_env: Option<Stri
     eprintln!("  store:                 {}", app.store_label);
     match &settings.config_path {
         Some(p) => eprintln!("  config:                {}", p.display()),
-        None => eprintln!("  config:                none (built-in demo connector `tasks`)"),
+        None => eprintln!("  config:                none"),
     }
+    eprintln!(
+        "  connectors:            {}",
+        runtime.connector_names().join(", ")
+    );
     for (name, error) in failed.iter() {
         eprintln!("  connector {name} FAILED: {error}");
     }
-    let me = app::self_command();
+    for (name, warning) in warnings.iter() {
+        eprintln!("  connector {name} warning: {warning}");
+    }
     eprintln!("try:");
-    eprintln!(
-        "  {me} run {store_flag} -e 'return await tasks.create_task({{ title: \"try codemode\" }})'"
-    );
-    eprintln!("  {me} pending {store_flag}");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal(shutdown))
-        .await
-        .context("HTTP server failed")?;
+    eprintln!("  {remote} run -e {}", app::quote(&example));
+    eprintln!("  {remote} pending");
+    codemode_server::listen::serve(listener, router, listen_options, shutdown_signal(shutdown))
+        .await;
     Ok(())
 }
 
@@ -120,7 +159,8 @@ async fn shutdown_signal(mcp_sessions: CancellationToken) {
     mcp_sessions.cancel();
     tokio::spawn(async {
         termination().await;
-        eprintln!("codemode: exiting now; a pass that was still running leaves its execution `running` for `codemode expire`");
+        eprintln!("codemode: exiting now; a pass that was still running leaves its execution `running`, resumed by the next `codemode serve` or `codemode resume ID` once its lease runs out");
+        codemode_mcp::stop_all_servers(Duration::from_millis(500));
         std::process::exit(130);
     });
 }

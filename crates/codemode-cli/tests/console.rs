@@ -59,6 +59,7 @@ fn console_in_headless_chromium() {
         .arg("--test-reporter=spec")
         .arg("--test-concurrency=1")
         .arg(&script)
+        .arg(script.with_file_name("files.test.mjs"))
         .env("CONSOLE_URL", &open.base)
         .env("CONSOLE_TOKEN_URL", format!("http://127.0.0.1:{port}"))
         .env("CONSOLE_TOKEN", token)

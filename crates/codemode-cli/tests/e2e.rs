@@ -15,7 +15,7 @@ async fn pause_over_http_approve_from_the_cli() {
 
     let (status, health) = get(&c, format!("{base}/healthz")).await;
     assert_eq!(status, 200);
-    assert_eq!(health["connectors"], json!(["tasks"]));
+    assert_eq!(health["connectors"], json!(["tasks", "state"]));
 
     let code = "const t = await tasks.create_task({ title: 'write the report' }); return t.title;";
     let (status, outcome) = post(&c, format!("{base}/api/run"), json!({ "code": code })).await;
@@ -70,6 +70,7 @@ async fn pause_over_http_approve_from_the_cli() {
     assert_eq!(status, 404);
     let r = c
         .delete(format!("{base}/api/executions/nope"))
+        .header("content-type", "application/json")
         .send()
         .await
         .unwrap();
@@ -365,7 +366,7 @@ async fn a_connector_that_fails_leaves_the_others_serving() {
     let c = common::client();
     let (status, health) = get(&c, format!("{}/healthz", server.base)).await;
     assert_eq!(status, 200);
-    assert_eq!(health["connectors"], json!(["tasks"]));
+    assert_eq!(health["connectors"], json!(["tasks", "state"]));
     let failed = health["failed"].to_string();
     assert!(
         failed.contains("broken") && failed.contains("missing.yaml"),

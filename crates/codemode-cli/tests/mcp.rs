@@ -65,7 +65,9 @@ fn check_listing_and_calls(v: &Value) -> String {
     let paused = &v["calls"][1];
     assert_eq!(paused["structuredContent"]["status"], "paused", "{paused}");
     let text = paused["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("codemode approve"), "{text}");
+    // The hint names the real binary, its store or server flags and the execution id.
+    let id = paused["structuredContent"]["executionId"].as_str().unwrap();
+    assert!(text.contains(&format!(" approve {id}")), "{text}");
     paused["structuredContent"]["executionId"]
         .as_str()
         .unwrap()
@@ -83,10 +85,16 @@ fn sdk_client_over_stdio() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
     let store = format!("sqlite:{}", db.display());
+    // The paused call returns at once instead of waiting for a decision.
+    let config = dir.path().join("codemode.toml");
+    std::fs::write(&config, "[approvals]\nwait_ms = 0\n").unwrap();
+    let config = config.to_str().unwrap();
     let v = client(
         &fx,
         "stdio",
-        &[BIN, "serve", "--stdio", "--store", &store],
+        &[
+            BIN, "serve", "--stdio", "--store", &store, "--config", config,
+        ],
         &CODES,
     );
     let id = check_listing_and_calls(&v);
@@ -100,6 +108,12 @@ fn sdk_client_over_stdio() {
 fn sdk_client_over_http() {
     let Some(fx) = fixtures() else { return };
     let dir = tempfile::tempdir().unwrap();
+    // The paused call returns at once instead of waiting for a decision.
+    std::fs::write(
+        dir.path().join("codemode.toml"),
+        "[approvals]\nwait_ms = 0\n",
+    )
+    .unwrap();
     let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
     let url = format!("{}/mcp", server.base);
     let v = client(&fx, "http", &[&url], &CODES);
@@ -124,7 +138,7 @@ async fn an_mcp_server_as_a_connector() {
     let (_, health) = common::get(&c, format!("{}/healthz", server.base)).await;
     assert_eq!(
         health["connectors"],
-        serde_json::json!(["tasks", "everything"]),
+        serde_json::json!(["tasks", "everything", "state"]),
         "{health}"
     );
     let (_, out) = common::post(

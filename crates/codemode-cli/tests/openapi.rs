@@ -50,7 +50,7 @@ async fn openapi_connector_reads_freely_and_writes_after_approval() {
     let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
     let c = common::client();
     let (_, health) = common::get(&c, format!("{}/healthz", server.base)).await;
-    assert_eq!(health["connectors"], json!(["items"]), "{health}");
+    assert_eq!(health["connectors"], json!(["items", "state"]), "{health}");
 
     let run = |code: &'static str| {
         let c = c.clone();

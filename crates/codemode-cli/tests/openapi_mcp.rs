@@ -159,3 +159,96 @@ async fn search_and_execute_over_stdio() {
         &big[big.len().saturating_sub(120)..]
     );
 }
+
+/// GitHub's description (13 MB, 1,223 operations) with default limits (64 MiB sandbox): a
+/// search over all paths answers from the host in under 500 ms, an operation comes back with
+/// its refs resolved, the whole document is refused with directions, and execute calls a
+/// loopback server standing in for api.github.com.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn github_scale_search_and_execute_with_default_limits() {
+    let Some(fx) = fixtures() else { return };
+    let github = fx.join("node_modules/@octokit/openapi/generated/api.github.com.json");
+    if !github.exists() {
+        eprintln!("skipped: {} missing", github.display());
+        return;
+    }
+    let app = Router::new().route(
+        "/repos/{owner}/{repo}",
+        get(
+            |axum::extract::Path((owner, repo)): axum::extract::Path<(String, String)>| async move {
+                Json(json!({ "full_name": format!("{owner}/{repo}"), "stargazers_count": 42 }))
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("c.db").display());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/mcp_client.mjs");
+    let started = std::time::Instant::now();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(script)
+            .arg(fx)
+            .arg("stdio")
+            .args([BIN, "openapi"])
+            .arg(&github)
+            .args(["--base-url", &base, "--store", &store, "--"])
+            .args([
+                "@search const t = Date.now(); const ops = await api.paths(); \
+                 return { n: ops.length, ms: Date.now() - t, first: ops[0] };",
+                "@search const ops = await api.paths('star repo'); \
+                 const op = await api.operation('GET /repos/{owner}/{repo}'); \
+                 return { hits: ops.length, params: op.parameters.map(p => p.name), \
+                 fullName: op.responses['200'].content['application/json'].schema.properties.full_name.type, \
+                 tagged: (await api.paths({ tag: 'gists', method: 'DELETE' })).length };",
+                "@search try { await api.spec(); return 'whole'; } catch (e) { return String(e.message); }",
+                "@search const s = await api.get('#/components/schemas/simple-user'); return s.properties.login.type;",
+                "@execute const r = await api.request({ method: 'GET', path: '/repos/octo/hello' }); \
+                 return r.full_name + ':' + r.stargazers_count;",
+            ])
+            .output()
+            .expect("run node")
+    })
+    .await
+    .unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = |i: usize| -> String {
+        let c = &v["calls"][i];
+        assert_ne!(c["isError"], true, "call {i}: {c}");
+        c["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let all: Value = serde_json::from_str(&text(0)).unwrap();
+    assert_eq!(all["n"], 1_223, "{all}");
+    assert!(all["first"]["path"].is_string(), "{all}");
+    let ms = all["ms"].as_u64().unwrap();
+    assert!(ms < 500, "a query over all paths took {ms} ms");
+    let one: Value = serde_json::from_str(&text(1)).unwrap();
+    assert!(one["hits"].as_u64().unwrap() > 0, "{one}");
+    assert_eq!(one["params"], json!(["owner", "repo"]), "{one}");
+    assert_eq!(one["fullName"], "string", "{one}");
+    assert_eq!(one["tagged"], 3, "{one}");
+    let whole = text(2);
+    assert!(
+        whole.contains("too large") && whole.contains("api.paths"),
+        "{whole}"
+    );
+    assert_eq!(text(3), "string");
+    assert_eq!(text(4), "octo/hello:42");
+    let desc = v["tools"][0]["description"].as_str().unwrap();
+    assert!(
+        desc.contains("api.paths(") && desc.contains("1223"),
+        "{desc}"
+    );
+    eprintln!("paths() over all operations: {ms} ms in the sandbox; whole session {elapsed:?}");
+}

@@ -36,30 +36,45 @@ pub enum CrashPoint {
     AfterEffect(u64),
 }
 
+/// The ledger's write: an attempt line, the effect once per key, dying at `crash`.
+fn ledger_write(
+    journal: PathBuf,
+    crash: CrashPoint,
+) -> impl Fn(Value, CallContext) -> futures::future::BoxFuture<'static, Result<Value, ToolError>>
+       + Send
+       + Sync
+       + 'static {
+    move |args: Value, ctx: CallContext| {
+        let journal = journal.clone();
+        Box::pin(async move {
+            let key = ctx.idempotency_key();
+            append(&journal, &format!("attempt {key}"));
+            if crash == CrashPoint::BeforeEffect(ctx.seq) {
+                std::process::abort();
+            }
+            let done = read_journal(&journal).contains(&format!("effect {key}"));
+            if !done {
+                append(&journal, &format!("effect {key}"));
+            }
+            if crash == CrashPoint::AfterEffect(ctx.seq) {
+                std::process::abort();
+            }
+            Ok::<Value, ToolError>(json!({ "written": args["value"], "key": key }))
+        })
+    }
+}
+
 /// The ledger connector writing to `journal`, dying at `crash`.
 pub fn ledger(journal: PathBuf, crash: CrashPoint) -> RustConnector {
     RustConnector::new("ledger")
         .tool(
-            RustTool::new("write", move |args: Value, ctx: CallContext| {
-                let journal = journal.clone();
-                async move {
-                    let key = ctx.idempotency_key();
-                    append(&journal, &format!("attempt {key}"));
-                    if crash == CrashPoint::BeforeEffect(ctx.seq) {
-                        std::process::abort();
-                    }
-                    let done = read_journal(&journal).contains(&format!("effect {key}"));
-                    if !done {
-                        append(&journal, &format!("effect {key}"));
-                    }
-                    if crash == CrashPoint::AfterEffect(ctx.seq) {
-                        std::process::abort();
-                    }
-                    Ok::<Value, ToolError>(json!({ "written": args["value"], "key": key }))
-                }
-            })
-            .description("Appends a value to the ledger; idempotent by key.")
-            .requires_approval(false),
+            RustTool::new("write", ledger_write(journal.clone(), crash))
+                .description("Appends a value to the ledger; idempotent by key.")
+                .requires_approval(false),
+        )
+        .tool(
+            RustTool::new("approved_write", ledger_write(journal, crash))
+                .description("Appends a value to the ledger once approved; idempotent by key."),
         )
         .tool(
             RustTool::new("confirm", |_args: Value, _ctx: CallContext| async {
@@ -68,6 +83,19 @@ pub fn ledger(journal: PathBuf, crash: CrashPoint) -> RustConnector {
             .description("Needs approval; marks the end of the test script."),
         )
 }
+
+/// A script whose only write needs approval: the crash test kills the node inside the
+/// approved write.
+pub const APPROVED_WRITE_SCRIPT: &str = r#"async () => {
+  const a = await ledger.approved_write({ value: "a" });
+  return a.key;
+}"#;
+
+/// A script that starts three writes needing approval at once: a batch, approved together.
+pub const BATCH_WRITE_SCRIPT: &str = r#"async () => {
+  const done = await Promise.all(["a", "b", "c"].map((value) => ledger.approved_write({ value })));
+  return done.map((d) => d.key);
+}"#;
 
 /// The script the crash test runs: three ledger writes, then an approval.
 pub const CRASH_SCRIPT: &str = r#"async () => {

@@ -9,7 +9,9 @@
 //! method.
 
 pub mod journal;
+pub mod parallel;
 pub mod probe;
+pub mod races;
 pub mod scenario;
 pub mod store_contract;
 
@@ -38,6 +40,7 @@ pub async fn insert_running(
         connectors: vec!["probe".into()],
         created_at: at,
         updated_at: at,
+        decisions: Vec::new(),
     };
     let lease = codemode::Lease {
         owner: owner.into(),

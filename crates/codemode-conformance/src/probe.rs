@@ -116,6 +116,53 @@ impl Probe {
                     .revert(revert("write_badrevert", true)),
             )
             .tool(
+                RustTool::new("write_crash", {
+                    let p = p.clone();
+                    move |_args: Value, ctx: codemode::CallContext| {
+                        let p = p.clone();
+                        async move {
+                            p.ran("write_crash", ctx.idempotency_key());
+                            panic!("write_crash dies after its effect, as a crashing node would")
+                        }
+                    }
+                })
+                .description(
+                    "Writes, then dies before returning (its outcome is unknown); revertible.",
+                )
+                .requires_approval(false)
+                .revert(revert("write_crash", false)),
+            )
+            .tool(
+                RustTool::new("write_crash_norevert", {
+                    let p = p.clone();
+                    move |_args: Value, ctx: codemode::CallContext| {
+                        let p = p.clone();
+                        async move {
+                            p.ran("write_crash_norevert", ctx.idempotency_key());
+                            panic!("write_crash_norevert dies after its effect")
+                        }
+                    }
+                })
+                .description("Writes, then dies before returning; no revert.")
+                .requires_approval(false),
+            )
+            .tool(
+                RustTool::new("slow", {
+                    let p = p.clone();
+                    move |args: Value, ctx: codemode::CallContext| {
+                        let p = p.clone();
+                        async move {
+                            p.ran("slow", ctx.idempotency_key());
+                            let ms = args["ms"].as_u64().unwrap_or(10);
+                            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                            Ok::<Value, ToolError>(json!(ms))
+                        }
+                    }
+                })
+                .description("Reads after `ms` milliseconds (default 10); changes nothing.")
+                .read_only(),
+            )
+            .tool(
                 RustTool::new("fresh", tool("fresh"))
                     .description("Reads a fresh value on every pass.")
                     .read_only()

@@ -1,7 +1,10 @@
 //! Scenario files and their runner.
 
 use crate::probe::Probe;
-use codemode::{canonical_eq, Outcome, Runtime, RuntimeError, SaveSnippet, Store};
+use codemode::{
+    canonical_eq, Actor, Approval, ApprovalScope, Decision, Outcome, Runtime, RuntimeError,
+    RuntimeEvent, SaveSnippet, Store,
+};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -33,7 +36,9 @@ pub struct Scenario {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
-    /// `call`, `approve`, `reject`, `rollback`, `expire`, `prune`, `delete`, `save_snippet`.
+    /// `call`, `approve`, `reject`, `rollback`, `cancel`, `call_and_cancel` (run the code and
+    /// cancel it once a connector call has started), `expire`, `prune`, `delete`,
+    /// `save_snippet`.
     #[serde(rename = "do")]
     pub op: String,
     /// Code for `call` (defaults to the scenario's).
@@ -53,6 +58,16 @@ pub struct Step {
     pub name: Option<String>,
     /// For `save_snippet`.
     pub input_schema: Option<Value>,
+    /// Who decides (approve, reject, rollback, cancel); `local` when absent.
+    pub by: Option<String>,
+    /// For `approve`: edited arguments.
+    pub args: Option<Value>,
+    /// For `approve`: `action` or `execution`.
+    pub scope: Option<String>,
+    /// For `approve`: further `connector.method`s a standing approval covers.
+    pub methods: Option<Vec<String>>,
+    /// For `approve`: the pending actions approved (the others are rejected).
+    pub seqs: Option<Vec<u64>>,
     /// What the step must return.
     #[serde(default)]
     pub expect: Expect,
@@ -84,6 +99,8 @@ pub struct Expect {
     pub skipped: Option<Vec<u64>>,
     /// Rollback: seqs whose revert failed.
     pub failed: Option<Vec<u64>>,
+    /// Rollback: seqs of unknown outcome (left executing) that no revert could undo.
+    pub unknown: Option<Vec<u64>>,
 }
 
 /// Checks after the last step.
@@ -114,6 +131,12 @@ pub struct End {
     pub executions: BTreeMap<String, String>,
     /// Number of executions the runtime lists.
     pub count: Option<usize>,
+    /// The decisions on the last execution, as `kind:by` (`:execution` for a standing one).
+    pub decisions: Option<Vec<String>>,
+    /// The decisions on each log entry of the last execution, by seq, as `decisions` says.
+    pub entry_decisions: Option<Vec<Vec<String>>>,
+    /// The approved arguments recorded on entries of the last execution, by seq.
+    pub approved_args: Option<BTreeMap<String, Value>>,
 }
 
 /// Every scenario file of the suite, by name, in file order.
@@ -221,7 +244,7 @@ pub async fn run_scenario(
                 last = Some(id);
                 check_outcome(&at, &outcome, e)?;
             }
-            "approve" => match runtime.approve(&target).await {
+            "approve" => match runtime.approve_with(&target, approval(step)?).await {
                 Ok(outcome) => {
                     check_refusal(&at, None, e)?;
                     check_outcome(&at, &outcome, e)?
@@ -230,12 +253,36 @@ pub async fn run_scenario(
             },
             "reject" => {
                 let seq = step.seq.ok_or(format!("{at}: reject needs seq"))?;
-                match runtime.reject(&target, seq).await {
+                match runtime.reject_with(&target, seq, actor(step)).await {
                     Ok(b) => check_returned(&at, Value::Bool(b), e)?,
                     Err(err) => check_refusal(&at, Some(err), e)?,
                 }
             }
-            "rollback" => match runtime.rollback(&target).await {
+            "cancel" => match runtime.cancel(&target, actor(step)).await {
+                Ok(execution) => {
+                    check_refusal(&at, None, e)?;
+                    same(
+                        &at,
+                        "status",
+                        e.status.as_deref(),
+                        Some(execution.status.as_str()),
+                    )?;
+                }
+                Err(err) => check_refusal(&at, Some(err), e)?,
+            },
+            "call_and_cancel" => {
+                let code = step.code.as_deref().unwrap_or(&scenario.code).to_string();
+                let (id, outcome) = call_and_cancel(&runtime, code, actor(step), &at).await?;
+                labels.insert(
+                    step.label
+                        .clone()
+                        .unwrap_or_else(|| format!("#{}", labels.len() + 1)),
+                    id.clone(),
+                );
+                last = Some(id);
+                check_outcome(&at, &outcome, e)?;
+            }
+            "rollback" => match runtime.rollback_with(&target, actor(step)).await {
                 Ok(report) => {
                     check_refusal(&at, None, e)?;
                     same(
@@ -248,6 +295,7 @@ pub async fn run_scenario(
                     same(&at, "skipped", e.skipped.as_ref(), Some(&report.skipped))?;
                     let failed: Vec<u64> = report.failed.iter().map(|f| f.seq).collect();
                     same(&at, "failed", e.failed.as_ref(), Some(&failed))?;
+                    same(&at, "unknown", e.unknown.as_ref(), Some(&report.unknown))?;
                     for f in &report.failed {
                         if f.error.is_empty() || f.path.is_empty() {
                             return Err(format!("{at}: failure without a message: {f:?}"));
@@ -271,13 +319,13 @@ pub async fn run_scenario(
                     .map_err(|e| format!("{at}: {e}"))?;
                 check_returned(&at, Value::from(n), e)?;
             }
-            "delete" => {
-                let b = runtime
-                    .delete_execution(&target)
-                    .await
-                    .map_err(|e| format!("{at}: {e}"))?;
-                check_returned(&at, Value::Bool(b), e)?;
-            }
+            "delete" => match runtime.delete_execution(&target).await {
+                Ok(b) => {
+                    check_refusal(&at, None, e)?;
+                    check_returned(&at, Value::Bool(b), e)?
+                }
+                Err(err) => check_refusal(&at, Some(err), e)?,
+            },
             "save_snippet" => {
                 let name = step
                     .name
@@ -299,6 +347,78 @@ pub async fn run_scenario(
         }
     }
     check_end(&runtime, &probe, &scenario.end, last.as_deref(), &labels).await
+}
+
+/// The actor a step names (`local` when none).
+fn actor(step: &Step) -> Actor {
+    step.by.as_deref().map_or_else(Actor::local, Actor::new)
+}
+
+/// The approval a step describes.
+fn approval(step: &Step) -> Result<Approval, String> {
+    let scope = match step.scope.as_deref() {
+        None | Some("action") => ApprovalScope::Action,
+        Some("execution") => ApprovalScope::Execution,
+        Some(other) => return Err(format!("unknown approval scope {other:?}")),
+    };
+    Ok(Approval {
+        by: actor(step),
+        args: step.args.clone(),
+        scope,
+        methods: step.methods.clone().unwrap_or_default(),
+        seqs: step.seqs.clone(),
+    })
+}
+
+/// Runs `code` as a new execution, cancels it as `by` once a connector call of it has
+/// started, and returns the execution and what the call returned. Both waits have deadlines.
+async fn call_and_cancel(
+    runtime: &Runtime,
+    code: String,
+    by: Actor,
+    at: &str,
+) -> Result<(String, Outcome), String> {
+    let deadline = Duration::from_secs(20);
+    let mut events = runtime.subscribe();
+    let caller = runtime.clone();
+    let call = tokio::spawn(async move { caller.call(&code).await });
+    let id = tokio::time::timeout(deadline, async {
+        loop {
+            match events.recv().await {
+                Ok(RuntimeEvent::CallStarted { execution_id, .. }) => return Ok(execution_id),
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => return Err(format!("{at}: the event stream ended: {e}")),
+            }
+        }
+    })
+    .await
+    .map_err(|_| format!("{at}: no connector call started within {deadline:?}"))??;
+    let cancelled = runtime
+        .cancel(&id, by)
+        .await
+        .map_err(|e| format!("{at}: cancel: {e}"))?;
+    if cancelled.status.as_str() != "cancelled" {
+        return Err(format!(
+            "{at}: cancel left the execution {}",
+            cancelled.status
+        ));
+    }
+    let outcome = tokio::time::timeout(deadline, call)
+        .await
+        .map_err(|_| format!("{at}: the cancelled call did not return within {deadline:?}"))?
+        .map_err(|e| format!("{at}: the call task failed: {e}"))?
+        .map_err(|e| format!("{at}: {e}"))?;
+    Ok((id, outcome))
+}
+
+/// A decision as the scenario files write it: `kind:by`, `:execution` for a standing one.
+fn decision_text(d: &Decision) -> String {
+    let kind = serde_json::to_value(d.kind).unwrap_or_default();
+    let mut text = format!("{}:{}", kind.as_str().unwrap_or_default(), d.by);
+    if d.scope == Some(ApprovalScope::Execution) {
+        text.push_str(":execution");
+    }
+    text
 }
 
 fn check_outcome(at: &str, outcome: &Outcome, e: &Expect) -> Result<(), String> {
@@ -415,6 +535,39 @@ async fn check_end(
                     ));
                 }
             }
+            for d in execution
+                .decisions
+                .iter()
+                .chain(execution.log.iter().flat_map(|e| &e.decisions))
+            {
+                if d.at <= 0 || d.at < execution.created_at {
+                    return Err(format!("{at}: a decision without a time: {d:?}"));
+                }
+            }
+            let decisions: Vec<String> = execution.decisions.iter().map(decision_text).collect();
+            same(at, "decisions", end.decisions.as_ref(), Some(&decisions))?;
+            let entry_decisions: Vec<Vec<String>> = execution
+                .log
+                .iter()
+                .map(|e| e.decisions.iter().map(decision_text).collect())
+                .collect();
+            same(
+                at,
+                "entry_decisions",
+                end.entry_decisions.as_ref(),
+                Some(&entry_decisions),
+            )?;
+            let approved: BTreeMap<String, Value> = execution
+                .log
+                .iter()
+                .filter_map(|e| Some((e.seq.to_string(), e.approved_args.clone()?)))
+                .collect();
+            same(
+                at,
+                "approved_args",
+                end.approved_args.as_ref(),
+                Some(&approved),
+            )?;
             if let Some(want) = &end.recorded_result {
                 let got = execution.result.clone().unwrap_or(Value::Null);
                 if !canonical_eq(want, &got) {

@@ -31,3 +31,173 @@ async fn a_killed_node_loses_nothing_and_doubles_nothing() {
         take_over_and_check(store, "default", &journal, case).await;
     }
 }
+
+/// A node dies inside an approved write, before or after its effect. The run is left
+/// `running` with the write `executing`; once the lease has passed, another node resumes it
+/// by id and the write takes effect exactly once, attempted twice with one key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_in_an_approved_write_is_resumed_and_applies_it_once() {
+    use codemode::{EntryState, ExecutionStatus, Outcome, Runtime};
+    use codemode_conformance::journal::{ledger, read_journal, CrashPoint};
+    for point in ["before", "after"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("codemode.db");
+        let journal = dir.path().join("journal.txt");
+        let status = Command::new(env!("CARGO_BIN_EXE_crash-child"))
+            .args([
+                db.to_str().unwrap(),
+                journal.to_str().unwrap(),
+                point,
+                "0",
+                "approved",
+            ])
+            .status()
+            .unwrap();
+        assert!(!status.success(), "the child must die {point} the effect");
+
+        let store = Arc::new(codemode_sqlite::SqliteStore::open(&db).unwrap());
+        let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
+        let runtime = Runtime::builder(store, executor)
+            .connector(ledger(journal.clone(), CrashPoint::None))
+            .build()
+            .unwrap();
+        let run = runtime.executions(None).await.unwrap().remove(0);
+        assert_eq!(run.status, ExecutionStatus::Running, "{point}");
+        assert_eq!(run.log[0].state, EntryState::Executing, "{point}");
+        // The dead node's lease is 300 ms; poll until the take-over is allowed.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let outcome = loop {
+            match runtime.resume_interrupted(&run.id).await {
+                Ok(outcome) => break outcome,
+                Err(codemode::RuntimeError::AlreadyHandled { .. })
+                    if std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                }
+                Err(e) => panic!("{point}: {e}"),
+            }
+        };
+        let key = format!("{}:0", run.id);
+        let Outcome::Completed { result, .. } = outcome else {
+            panic!("{point}: {outcome:?}")
+        };
+        assert_eq!(result, serde_json::json!(key), "{point}");
+        let lines = read_journal(&journal);
+        let effects = lines
+            .iter()
+            .filter(|l| **l == format!("effect {key}"))
+            .count();
+        let attempts = lines
+            .iter()
+            .filter(|l| **l == format!("attempt {key}"))
+            .count();
+        assert_eq!((effects, attempts), (1, 2), "{point}: {lines:?}");
+        assert_eq!(lines.len(), 3, "{point}: another key was used: {lines:?}");
+        let after = runtime.execution(&run.id).await.unwrap().unwrap();
+        assert_eq!(after.status, ExecutionStatus::Completed);
+        assert_eq!(after.log[0].state, EntryState::Applied);
+    }
+}
+
+/// A node dies in the middle of a batch of approved writes, inside the write at seq 1: with
+/// the ledger's writes running one at a time, seq 0 has run and seq 2 has not; with them
+/// running at once, any of them may have. The resumed run applies each write exactly once,
+/// by its own key, and returns every key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_in_a_batch_of_approved_writes_applies_each_once() {
+    use codemode::{EntryState, ExecutionStatus, Outcome, Runtime};
+    use codemode_conformance::journal::{ledger, read_journal, CrashPoint};
+    for (point, mode) in [
+        ("before", "batch"),
+        ("after", "batch"),
+        ("after", "batch-parallel"),
+    ] {
+        let at = format!("{mode} {point}");
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("codemode.db");
+        let journal = dir.path().join("journal.txt");
+        let status = Command::new(env!("CARGO_BIN_EXE_crash-child"))
+            .args([
+                db.to_str().unwrap(),
+                journal.to_str().unwrap(),
+                point,
+                "1",
+                mode,
+            ])
+            .status()
+            .unwrap();
+        assert!(!status.success(), "{at}: the child must die in seq 1");
+
+        let store = Arc::new(codemode_sqlite::SqliteStore::open(&db).unwrap());
+        let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
+        let runtime = Runtime::builder(store, executor)
+            .connector(ledger(journal.clone(), CrashPoint::None))
+            .build()
+            .unwrap();
+        let run = runtime.executions(None).await.unwrap().remove(0);
+        assert_eq!(run.status, ExecutionStatus::Running, "{at}");
+        let key = |seq: u64| format!("{}:{seq}", run.id);
+        let before = read_journal(&journal);
+        assert!(
+            before.contains(&format!("attempt {}", key(1))),
+            "{at}: seq 1 was attempted: {before:?}"
+        );
+        if mode == "batch" {
+            // One at a time: seq 0 ran, seq 2 never started.
+            let states: Vec<_> = run.log.iter().map(|e| e.state).collect();
+            assert_eq!(
+                states,
+                [
+                    EntryState::Applied,
+                    EntryState::Executing,
+                    EntryState::Pending
+                ],
+                "{at}"
+            );
+            assert!(before.contains(&format!("effect {}", key(0))), "{at}");
+            assert!(
+                !before.iter().any(|l| l.ends_with(&key(2))),
+                "{at}: {before:?}"
+            );
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let outcome = loop {
+            match runtime.resume_interrupted(&run.id).await {
+                Ok(outcome) => break outcome,
+                Err(codemode::RuntimeError::AlreadyHandled { .. })
+                    if std::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                }
+                Err(e) => panic!("{at}: {e}"),
+            }
+        };
+        let Outcome::Completed { result, .. } = outcome else {
+            panic!("{at}: {outcome:?}")
+        };
+        assert_eq!(result, serde_json::json!([key(0), key(1), key(2)]), "{at}");
+        let lines = read_journal(&journal);
+        for seq in 0..3 {
+            let effects = lines
+                .iter()
+                .filter(|l| **l == format!("effect {}", key(seq)))
+                .count();
+            assert_eq!(effects, 1, "{at}: seq {seq} applied once: {lines:?}");
+        }
+        if mode == "batch" {
+            let attempts = |seq| {
+                lines
+                    .iter()
+                    .filter(|l| **l == format!("attempt {}", key(seq)))
+                    .count()
+            };
+            assert_eq!((attempts(0), attempts(1), attempts(2)), (1, 2, 1), "{at}");
+        }
+        let after = runtime.execution(&run.id).await.unwrap().unwrap();
+        assert_eq!(after.status, ExecutionStatus::Completed, "{at}");
+        assert!(
+            after.log.iter().all(|e| e.state == EntryState::Applied),
+            "{at}"
+        );
+    }
+}

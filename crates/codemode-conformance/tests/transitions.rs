@@ -40,6 +40,9 @@ async fn the_suite_walks_every_legal_transition_and_no_other() {
         requires_approval: false,
         ephemeral: false,
         state: EntryState::Executing,
+        approved_args: None,
+        decisions: Vec::new(),
+        delivered: None,
     };
     let commit = codemode::Commit {
         execution_id: "orphan".into(),

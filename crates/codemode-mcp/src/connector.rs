@@ -1,22 +1,26 @@
 //! The connector: one method per MCP tool, over a supervised connection.
 
-use crate::config::McpConfig;
+use crate::children;
+use crate::config::{McpConfig, McpTransport, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
+use crate::env::{self, ChildEnv};
 use crate::error::{Cause, ConnectError};
 use crate::result::map_result;
 use crate::session::{self, Live, StderrTail};
 use async_trait::async_trait;
-use codemode::discovery::{check_connector_name, sanitize_tool_names};
-use codemode::policy::RevertSet;
-use codemode::{CallContext, Connector, ReplayPolicy, ToolError, ToolSpec};
+use codemode::discovery::check_connector_name;
+use codemode::policy::{ApprovalPolicy, RevertRule, RevertSet, ToolOverride};
+use codemode::{CallContext, Connector, ToolError, ToolSpec};
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::service::{RoleClient, RunningService, Service, ServiceError};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
+/// What a secret is replaced with in results and errors.
+const REDACTED: &str = "[redacted]";
 /// A server that dies sooner than this after starting counts as a rapid death.
 const RAPID_DEATH: Duration = Duration::from_secs(2);
 /// After this many rapid deaths in a row, restarts wait for the next call.
@@ -38,7 +42,55 @@ struct Inner {
     shutdown: AtomicBool,
     restarts: AtomicU64,
     rapid_deaths: AtomicU32,
-    secret: Option<String>,
+    /// The child's environment, resolved once at connect.
+    env: ChildEnv,
+    /// Secret values (bearer token, referenced variables) replaced by `[redacted]`.
+    secrets: Vec<String>,
+    warnings: Vec<String>,
+    /// Whether a closed connection is started again (not for a client the host gave).
+    restartable: bool,
+}
+
+/// Where a connection came from: what a restart needs, and the secrets to scrub.
+struct Origin {
+    env: ChildEnv,
+    secrets: Vec<String>,
+    stderr: StderrTail,
+    restartable: bool,
+}
+
+/// The settings of [`McpConnector::from_client`]: those of [`McpConfig`] that do not concern
+/// reaching the server.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Which tools need approval (tools annotated `readOnlyHint: true` are read-only).
+    pub approval: ApprovalPolicy,
+    /// Compensating calls for rollback.
+    pub reverts: Vec<RevertRule>,
+    /// Per-tool settings, by method or server name.
+    pub tools: BTreeMap<String, ToolOverride>,
+    /// Method names chosen for tools, by the tool's name on the server.
+    pub rename: BTreeMap<String, String>,
+    /// Guidance for the model; the server's own instructions when absent.
+    pub instructions: Option<String>,
+    /// Per-call timeout in milliseconds.
+    pub timeout_ms: u64,
+    /// Time allowed for listing the tools, in milliseconds.
+    pub list_timeout_ms: u64,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            approval: ApprovalPolicy::default(),
+            reverts: Vec::new(),
+            tools: BTreeMap::new(),
+            rename: BTreeMap::new(),
+            instructions: None,
+            timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
+            list_timeout_ms: DEFAULT_STARTUP_TIMEOUT_MS,
+        }
+    }
 }
 
 impl std::fmt::Debug for McpConnector {
@@ -56,16 +108,75 @@ impl McpConnector {
         let name = config.name.clone();
         let fail = |cause| ConnectError::new(name.clone(), cause);
         check_connector_name(&config.name).map_err(|e| fail(Cause::Name(e)))?;
-        let secret = match &config.transport {
-            crate::McpTransport::Http {
-                bearer_token_env: Some(var),
-                ..
-            } => Some(session::secret_env(var, "bearer token").map_err(fail)?),
-            _ => None,
+        let (child_env, secrets) = match &config.transport {
+            McpTransport::Stdio { env, .. } => {
+                let resolved = env::resolve(env).map_err(fail)?;
+                let secrets = resolved.secrets.clone();
+                (resolved, secrets)
+            }
+            McpTransport::Http {
+                bearer_token_env, ..
+            } => {
+                let token = match bearer_token_env {
+                    Some(var) => vec![crate::env::secret_env(var, "bearer token").map_err(fail)?],
+                    None => Vec::new(),
+                };
+                (ChildEnv::default(), token)
+            }
         };
         let stderr = StderrTail::default();
-        let started = session::start(&config, &stderr).await.map_err(fail)?;
-        let live = started.live.clone();
+        let started = session::start(&config, &child_env, &stderr)
+            .await
+            .map_err(fail)?;
+        let origin = Origin {
+            env: child_env,
+            secrets,
+            stderr,
+            restartable: true,
+        };
+        Self::finish(config, started.live, started.service, origin).await
+    }
+
+    /// An MCP connector over a client the host has already connected (its own transport, auth
+    /// or client handler). The tools are listed now; `options` are the per-connector settings
+    /// of [`McpConfig`]. The connection is the host's: if it closes, calls fail with an error
+    /// saying so and nothing is restarted; [`shutdown`](McpConnector::shutdown) or dropping
+    /// the connector closes it.
+    pub async fn from_client<S: Service<RoleClient>>(
+        name: impl Into<String>,
+        client: RunningService<RoleClient, S>,
+        options: ClientOptions,
+    ) -> Result<McpConnector, ConnectError> {
+        let name = name.into();
+        check_connector_name(&name).map_err(|e| ConnectError::new(name.clone(), Cause::Name(e)))?;
+        let mut config =
+            McpConfig::new(name, McpTransport::http("the connection given by the host"));
+        config.approval = options.approval;
+        config.reverts = options.reverts;
+        config.tools = options.tools;
+        config.rename = options.rename;
+        config.instructions = options.instructions;
+        config.timeout_ms = options.timeout_ms;
+        config.startup_timeout_ms = options.list_timeout_ms;
+        let live = session::live(&client, None);
+        let origin = Origin {
+            env: ChildEnv::default(),
+            secrets: Vec::new(),
+            stderr: StderrTail::default(),
+            restartable: false,
+        };
+        Self::finish(config, live, client, origin).await
+    }
+
+    /// Lists the tools of a live connection and builds the connector around it.
+    async fn finish<S: Service<RoleClient>>(
+        config: McpConfig,
+        live: Arc<Live>,
+        service: RunningService<RoleClient, S>,
+        origin: Origin,
+    ) -> Result<McpConnector, ConnectError> {
+        let name = config.name.clone();
+        let fail = |cause| ConnectError::new(name.clone(), cause);
         let listed = tokio::time::timeout(
             Duration::from_millis(config.startup_timeout_ms),
             live.peer.list_all_tools(),
@@ -88,69 +199,42 @@ impl McpConnector {
                 }));
             }
         };
-
-        let originals: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
-        let methods = sanitize_tool_names(&originals).map_err(|e| {
-            live.cancel();
-            fail(Cause::Name(e))
-        })?;
-        let resolve = |n: &str| -> Option<String> {
-            originals
-                .iter()
-                .zip(&methods)
-                .find(|(o, m)| o.as_str() == n || m.as_str() == n)
-                .map(|(_, m)| m.clone())
-        };
-        let reverts = RevertSet::build(&config.reverts, resolve).map_err(|e| {
-            live.cancel();
-            fail(Cause::Revert(e))
-        })?;
-        let mut tools = Vec::with_capacity(listed.len());
-        for (tool, method) in listed.iter().zip(&methods) {
-            let read_only = tool
-                .annotations
-                .as_ref()
-                .and_then(|a| a.read_only_hint)
-                .unwrap_or(false);
-            let original = tool.name.to_string();
-            tools.push(ToolSpec {
-                name: method.clone(),
-                description: tool
-                    .description
-                    .as_ref()
-                    .map(|d| d.to_string())
-                    .or_else(|| tool.title.clone()),
-                input_schema: Value::Object((*tool.input_schema).clone()),
-                output_schema: tool
-                    .output_schema
-                    .as_ref()
-                    .map(|s| Value::Object((**s).clone())),
-                requires_approval: config
-                    .approval
-                    .requires_approval(&[&original, method], read_only),
-                read_only,
-                replay: ReplayPolicy::Log,
-                has_revert: reverts.has(method),
-            });
+        let methods =
+            crate::tools::build(&listed, &config, live.server_name.as_deref()).map_err(|e| {
+                live.cancel();
+                fail(e)
+            })?;
+        let warnings: Vec<String> = methods
+            .warnings
+            .iter()
+            .map(|w| format!("MCP connector `{name}`: {w}"))
+            .collect();
+        for w in &warnings {
+            tracing::warn!("{w}");
         }
         let instructions = config
             .instructions
             .clone()
             .or_else(|| live.instructions.clone());
+        let mut secrets = origin.secrets;
+        secrets.retain(|s| !s.is_empty());
         let inner = Arc::new(Inner {
-            originals: methods.into_iter().zip(originals).collect(),
+            originals: methods.originals,
             config,
             instructions,
-            tools,
-            reverts,
+            tools: methods.tools,
+            reverts: methods.reverts,
             current: Mutex::new(Some(live.clone())),
-            stderr,
+            stderr: origin.stderr,
             shutdown: AtomicBool::new(false),
             restarts: AtomicU64::new(0),
             rapid_deaths: AtomicU32::new(0),
-            secret,
+            env: origin.env,
+            secrets,
+            warnings,
+            restartable: origin.restartable,
         });
-        watch(Arc::downgrade(&inner), started.service, live);
+        watch(Arc::downgrade(&inner), service, live);
         Ok(McpConnector { inner })
     }
 
@@ -161,6 +245,12 @@ impl McpConnector {
             .as_ref()
             .filter(|l| !l.is_closed())
             .and_then(|l| l.pid)
+    }
+
+    /// What went wrong without stopping the connector (tools renamed or left out, unused
+    /// configuration), one sentence each naming the connector; empty when all is well.
+    pub fn warnings(&self) -> Vec<String> {
+        self.inner.warnings.clone()
     }
 
     /// How many times the server has been restarted.
@@ -192,7 +282,11 @@ impl Drop for Inner {
 }
 
 /// Waits for the service to end, marks it closed, and restarts the server unless shut down.
-fn watch(inner: Weak<Inner>, service: RunningService<RoleClient, ()>, live: Arc<Live>) {
+fn watch<S: Service<RoleClient>>(
+    inner: Weak<Inner>,
+    service: RunningService<RoleClient, S>,
+    live: Arc<Live>,
+) {
     let closed = live.closed.clone();
     let pid = live.pid;
     drop(live);
@@ -200,13 +294,13 @@ fn watch(inner: Weak<Inner>, service: RunningService<RoleClient, ()>, live: Arc<
     tokio::spawn(async move {
         let reason = service.waiting().await;
         if let Some(pid) = pid {
-            kill_group(pid);
+            children::kill_group(pid);
         }
         closed.store(true, Ordering::SeqCst);
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        if inner.shutdown.load(Ordering::SeqCst) {
+        if inner.shutdown.load(Ordering::SeqCst) || !inner.restartable {
             return;
         }
         let rapid = if started.elapsed() < RAPID_DEATH {
@@ -232,19 +326,6 @@ fn watch(inner: Weak<Inner>, service: RunningService<RoleClient, ()>, live: Arc<
     });
 }
 
-/// Kills what is left of a stdio server's process group (its own children) once it has exited.
-fn kill_group(pgid: u32) {
-    #[cfg(unix)]
-    if let Ok(pgid) = i32::try_from(pgid) {
-        if pgid > 1 {
-            // SAFETY: kill(2) with a negative pid signals a process group; it touches no memory.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
 /// The live connection, restarting the server first if it has stopped.
 async fn ensure_live(inner: &Arc<Inner>) -> Result<Arc<Live>, String> {
     let mut guard = inner.current.lock().await;
@@ -256,7 +337,12 @@ async fn ensure_live(inner: &Arc<Inner>) -> Result<Arc<Live>, String> {
     if inner.shutdown.load(Ordering::SeqCst) {
         return Err("the connector has been shut down".into());
     }
-    let started = session::start(&inner.config, &inner.stderr)
+    if !inner.restartable {
+        return Err(
+            "the connection the host gave it has closed, and codemode cannot reopen it".into(),
+        );
+    }
+    let started = session::start(&inner.config, &inner.env, &inner.stderr)
         .await
         .map_err(|e| e.to_string())?;
     inner.restarts.fetch_add(1, Ordering::SeqCst);
@@ -267,10 +353,31 @@ async fn ensure_live(inner: &Arc<Inner>) -> Result<Arc<Live>, String> {
 }
 
 impl Inner {
-    fn scrub(&self, text: String) -> String {
-        match &self.secret {
-            Some(s) if text.contains(s.as_str()) => text.replace(s.as_str(), "[redacted]"),
-            _ => text,
+    fn scrub(&self, mut text: String) -> String {
+        for s in &self.secrets {
+            if text.contains(s.as_str()) {
+                text = text.replace(s.as_str(), REDACTED);
+            }
+        }
+        text
+    }
+
+    /// Every string of `value` scrubbed (keys included).
+    fn scrub_value(&self, value: Value) -> Value {
+        if self.secrets.is_empty() {
+            return value;
+        }
+        match value {
+            Value::String(s) => Value::String(self.scrub(s)),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|v| self.scrub_value(v)).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| (self.scrub(k), self.scrub_value(v)))
+                    .collect(),
+            ),
+            other => other,
         }
     }
 
@@ -302,7 +409,9 @@ impl Inner {
             Ok(Ok(result)) => {
                 let wire = serde_json::to_value(&result)
                     .map_err(|e| ToolError::new(format!("{name}.{method}: {e}")))?;
-                map_result(wire).map_err(|e| ToolError::new(self.scrub(e.0)))
+                map_result(wire)
+                    .map(|v| self.scrub_value(v))
+                    .map_err(|e| ToolError::new(self.scrub(e.0)))
             }
             Ok(Err(ServiceError::McpError(e))) => Err(ToolError::new(
                 self.scrub(format!("{name}.{method}: {}", e.message)),
@@ -336,6 +445,10 @@ impl Connector for McpConnector {
 
     fn tools(&self) -> Vec<ToolSpec> {
         self.inner.tools.clone()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings.clone()
     }
 
     async fn execute(

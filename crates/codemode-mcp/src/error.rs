@@ -2,6 +2,9 @@
 
 use thiserror::Error;
 
+/// Why a code tool is left out.
+pub const RECURSION: &str = "exposing another Code Mode server's code tool would let code run code recursively; connect to its underlying servers instead";
+
 /// A start-up failure, naming the connector and the cause.
 #[derive(Debug, Error)]
 #[error("MCP connector `{connector}`: {cause}")]
@@ -59,6 +62,12 @@ pub enum Cause {
         /// What it should hold.
         what: String,
     },
+    /// A configured environment variable name (or value) a process cannot be given.
+    #[error("environment variable {0:?} cannot be passed to the server: a name must be non-empty without `=`, and neither may contain a NUL byte")]
+    BadEnvName(String),
+    /// A `rename` entry that cannot be used.
+    #[error("rename: {0}")]
+    Rename(String),
     /// A configured header that is not a valid HTTP header.
     #[error("header {0:?} is not a valid HTTP header name or value")]
     BadHeader(String),
@@ -68,6 +77,12 @@ pub enum Cause {
     /// A revert rule that does not fit the tools.
     #[error("{0}")]
     Revert(#[from] codemode::policy::RevertConfigError),
+    /// A per-tool setting that cannot be applied.
+    #[error("{0}")]
+    Override(#[from] codemode::policy::OverrideError),
+    /// Every tool of the server is another Code Mode server's code tool.
+    #[error("its only tools ({0}) are another Code Mode server's code tool: {why}", why = RECURSION)]
+    Recursive(String),
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),

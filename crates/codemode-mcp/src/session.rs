@@ -1,9 +1,11 @@
 //! One live connection to a server: spawning or dialling it, the handshake, its stderr.
 
+use crate::children::{self, SpawnRefused};
 use crate::config::{McpConfig, McpTransport};
+use crate::env::{secret_env, ChildEnv};
 use crate::error::Cause;
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{RoleClient, RunningService, Service};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, ServiceExt};
@@ -53,6 +55,8 @@ pub struct Live {
     pub pid: Option<u32>,
     /// The server's instructions from the handshake.
     pub instructions: Option<String>,
+    /// The server's name from the handshake (`serverInfo.name`).
+    pub server_name: Option<String>,
     cancel: Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
 }
 
@@ -84,19 +88,26 @@ pub struct Started {
     pub service: RunningService<RoleClient, ()>,
 }
 
-/// Reads an environment variable holding a secret.
-pub fn secret_env(var: &str, what: &str) -> Result<String, Cause> {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Ok(v),
-        _ => Err(Cause::MissingEnv {
-            var: var.to_string(),
-            what: what.to_string(),
-        }),
+/// The operating system's complaint, with the working directory when that is what is missing.
+fn spawn_message(e: &std::io::Error, cwd: Option<&std::path::Path>) -> String {
+    match cwd {
+        Some(dir) if e.kind() == std::io::ErrorKind::NotFound && !dir.is_dir() => {
+            format!(
+                "{e} (the working directory {} does not exist)",
+                dir.display()
+            )
+        }
+        _ => e.to_string(),
     }
 }
 
-/// Starts (stdio) or dials (HTTP) the server and completes the handshake.
-pub async fn start(config: &McpConfig, stderr: &StderrTail) -> Result<Started, Cause> {
+/// Starts (stdio, with exactly the environment `env`) or dials (HTTP) the server and completes
+/// the handshake.
+pub async fn start(
+    config: &McpConfig,
+    env: &ChildEnv,
+    stderr: &StderrTail,
+) -> Result<Started, Cause> {
     let target = config.transport.describe();
     let startup = Duration::from_millis(config.startup_timeout_ms);
     let handshake = |message: String, stderr: &StderrTail| Cause::Handshake {
@@ -106,26 +117,29 @@ pub async fn start(config: &McpConfig, stderr: &StderrTail) -> Result<Started, C
     };
     let (serving, pid) = match &config.transport {
         McpTransport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
+            command, args, cwd, ..
         } => {
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).envs(env);
+            cmd.args(args).env_clear().envs(env.vars.iter().cloned());
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }
             let mut wrapped = CommandWrap::from(cmd);
             wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-            let (proc, err) = TokioChildProcess::builder(wrapped)
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| Cause::Spawn {
-                    command: target.clone(),
-                    message: e.to_string(),
-                })?;
-            let pid = proc.id();
+            let spawned = children::spawn_recorded(|| {
+                let spawned = TokioChildProcess::builder(wrapped)
+                    .stderr(Stdio::piped())
+                    .spawn()?;
+                let pid = spawned.0.id();
+                Ok((spawned, pid))
+            });
+            let ((proc, err), pid) = spawned.map_err(|e| Cause::Spawn {
+                command: target.clone(),
+                message: match e {
+                    SpawnRefused::Stopping => "codemode is shutting down".to_string(),
+                    SpawnRefused::Io(e) => spawn_message(&e, cwd.as_deref()),
+                },
+            })?;
             if let Some(err) = err {
                 let tail = stderr.clone();
                 let name = config.name.clone();
@@ -169,6 +183,11 @@ pub async fn start(config: &McpConfig, stderr: &StderrTail) -> Result<Started, C
             )
         }
     };
+    if !matches!(serving, Ok(Ok(_))) {
+        if let Some(pid) = pid {
+            children::kill_group(pid);
+        }
+    }
     let service = match serving {
         Err(_) => {
             // Give the stderr reader a moment to catch the server's last words.
@@ -187,20 +206,24 @@ pub async fn start(config: &McpConfig, stderr: &StderrTail) -> Result<Started, C
         }
         Ok(Ok(service)) => service,
     };
-    let instructions = service
-        .peer_info()
-        .and_then(|info| serde_json::to_value(&*info).ok())
-        .and_then(|v| {
-            v.get("instructions")
-                .and_then(|i| i.as_str())
-                .map(str::to_string)
-        });
-    let live = Arc::new(Live {
+    let live = live(&service, pid);
+    Ok(Started { live, service })
+}
+
+/// The live half of a connected service: its peer, what the handshake said, and how to end it.
+pub fn live<S: Service<RoleClient>>(
+    service: &RunningService<RoleClient, S>,
+    pid: Option<u32>,
+) -> Arc<Live> {
+    let info = service.peer_info();
+    Arc::new(Live {
         peer: service.peer().clone(),
         closed: Arc::new(AtomicBool::new(false)),
         pid,
-        instructions,
+        instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+        server_name: info
+            .as_ref()
+            .and_then(|i| i.server_info.as_ref().map(|s| s.name.clone())),
         cancel: Mutex::new(Some(service.cancellation_token())),
-    });
-    Ok(Started { live, service })
+    })
 }

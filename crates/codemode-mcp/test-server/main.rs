@@ -2,10 +2,12 @@
 //!
 //! Tools: `get_item` and `list_items` (read-only), `create_item`, `delete_item` (mutating),
 //! `fail` (an error result), `crash` (exits mid-call), `slow` (sleeps), `plain` (text),
-//! `mixed` (text and an image), `pid`, and `child_pid`. Flags: `--page-size N` pages
-//! `tools/list`; `--exit-now` exits before the handshake; `--garbage` writes non-MCP output;
-//! `--spawn-child` starts a `sleep` child to check process-group clean-up; `--collide` adds a
-//! tool whose name sanitises like another's.
+//! `mixed` (text and an image), `pid`, `child_pid`, and `env` (its environment and working
+//! directory). Flags: `--page-size N` pages `tools/list`; `--exit-now` exits before the
+//! handshake; `--garbage` writes non-MCP output; `--spawn-child` starts a `sleep` child to
+//! check process-group clean-up; `--collide` adds a tool whose name sanitises like another's;
+//! `--bad-schema` adds a tool whose input schema does not compile; `--code-tool` adds a Code
+//! Mode code tool (`codemode({code})`), and `--only-code-tool` lists nothing else.
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult,
@@ -23,6 +25,9 @@ struct Server {
     next: Arc<Mutex<u64>>,
     page_size: usize,
     collide: bool,
+    bad_schema: bool,
+    code_tool: bool,
+    only_code_tool: bool,
     child_pid: Option<u32>,
 }
 
@@ -46,6 +51,15 @@ fn text(s: impl Into<String>) -> Value {
 
 impl Server {
     fn all_tools(&self) -> Vec<Tool> {
+        let code = tool(
+            "codemode",
+            "Runs JavaScript against this server's connectors",
+            json!({"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}),
+            None,
+        );
+        if self.only_code_tool {
+            return vec![code];
+        }
         let id = json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]});
         let empty = json!({"type": "object", "properties": {}});
         let mut tools = vec![
@@ -76,6 +90,23 @@ impl Server {
                 Some(true),
             ),
         ];
+        tools.push(tool(
+            "env",
+            "This process's environment and working directory",
+            json!({"type": "object", "properties": {}}),
+            Some(true),
+        ));
+        if self.bad_schema {
+            tools.push(tool(
+                "broken",
+                "Its input schema does not compile",
+                json!({"type": "object", "properties": {"x": {"type": "no-such-type"}}}),
+                Some(true),
+            ));
+        }
+        if self.code_tool {
+            tools.push(code);
+        }
         if self.collide {
             tools.push(tool(
                 "get-item",
@@ -177,6 +208,16 @@ impl ServerHandler for Server {
             "child_pid" => result(text(
                 self.child_pid.map(|p| p.to_string()).unwrap_or_default(),
             )),
+            "env" => {
+                let env: serde_json::Map<String, Value> = std::env::vars()
+                    .map(|(k, v)| (k, Value::String(v)))
+                    .collect();
+                let cwd = std::env::current_dir()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                result(json!({"content": [], "structuredContent": {"env": env, "cwd": cwd}}))
+            }
+            "get-item" => result(text("the dashed one")),
             other => Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         }
     }
@@ -210,6 +251,9 @@ async fn main() {
     let server = Server {
         page_size,
         collide: flag("--collide"),
+        bad_schema: flag("--bad-schema"),
+        code_tool: flag("--code-tool"),
+        only_code_tool: flag("--only-code-tool"),
         child_pid: child.as_ref().map(|c| c.id()),
         ..Default::default()
     };

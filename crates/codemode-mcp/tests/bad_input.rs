@@ -2,7 +2,7 @@
 
 mod support;
 
-use codemode_mcp::{McpConfig, McpConnector, McpTransport};
+use codemode_mcp::{EnvValue, McpConfig, McpConnector, McpTransport};
 use std::time::{Duration, Instant};
 use support::test_server;
 
@@ -87,10 +87,42 @@ async fn a_missing_token_variable() {
 }
 
 #[tokio::test]
-async fn two_tools_with_one_name() {
-    let err = error_of(test_server(&["--collide"])).await;
+async fn an_unset_secret_reference_names_the_variable() {
+    let mut config = test_server(&[]);
+    if let McpTransport::Stdio { env, .. } = &mut config.transport {
+        env.insert(
+            "GITHUB_TOKEN".into(),
+            EnvValue::FromEnv("CODEMODE_TEST_NEVER_SET_CHILD_TOKEN".into()),
+        );
+    }
+    let err = error_of(config).await;
+    assert_eq!(
+        err,
+        "MCP connector `items`: environment variable CODEMODE_TEST_NEVER_SET_CHILD_TOKEN (the server's GITHUB_TOKEN) is not set"
+    );
+}
+
+#[tokio::test]
+async fn a_working_directory_that_does_not_exist() {
+    let mut config = test_server(&[]);
+    if let McpTransport::Stdio { cwd, .. } = &mut config.transport {
+        *cwd = Some("/nonexistent/mcp-dir".into());
+    }
+    let err = error_of(config).await;
     assert!(
-        err.contains("\"get_item\"") && err.contains("\"get-item\""),
+        err.starts_with("MCP connector `items`: cannot start `")
+            && err.contains("the working directory /nonexistent/mcp-dir does not exist"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_rename_that_is_not_an_identifier() {
+    let mut config = test_server(&[]);
+    config.rename.insert("get_item".into(), "get-it".into());
+    let err = error_of(config).await;
+    assert!(
+        err.starts_with("MCP connector `items`: rename: \"get-it\" (for tool \"get_item\")"),
         "{err}"
     );
 }
@@ -108,9 +140,15 @@ async fn a_bad_connector_name() {
 #[tokio::test]
 async fn other_connectors_keep_working() {
     let bad = McpConnector::connect(test_server(&["--exit-now"]));
+    let dead = McpConnector::connect(McpConfig::new(
+        "ghost",
+        McpTransport::stdio("/nonexistent/mcp-server", Vec::<String>::new()),
+    ));
     let good = McpConnector::connect(test_server(&[]));
-    let (bad, good) = tokio::join!(bad, good);
+    let (bad, dead, good) = tokio::join!(bad, dead, good);
     assert!(bad.is_err());
+    let dead = dead.unwrap_err().to_string();
+    assert!(dead.contains("/nonexistent/mcp-server"), "{dead}");
     use codemode::Connector;
     let good = good.unwrap();
     let v = good
@@ -123,15 +161,27 @@ async fn other_connectors_keep_working() {
 #[test]
 fn config_is_strict() {
     let err = serde_json::from_value::<McpConfig>(serde_json::json!({
-        "name": "x", "transport": {"type": "stdio", "command": "y", "argv": []}
+        "name": "x", "command": "y", "argv": []
     }))
     .unwrap_err();
     assert!(err.to_string().contains("argv"), "{err}");
     let ok: McpConfig = serde_json::from_value(serde_json::json!({
-        "name": "x", "transport": {"type": "http", "url": "http://h/mcp", "bearer_token_env": "T"},
+        "name": "x", "url": "http://h/mcp", "bearer_token_env": "T",
         "approval": {"allow": ["a*"]},
         "reverts": [{"tool": "a", "revert": "b", "args": {"id": "${result.id}"}}]
     }))
     .unwrap();
     assert_eq!(ok.reverts.len(), 1);
+    let stdio: McpConfig = serde_json::from_value(serde_json::json!({
+        "name": "x", "command": "y", "cwd": "/srv",
+        "env": {"MODE": "ro", "GITHUB_TOKEN": {"env": "MY_GH_TOKEN"}},
+        "rename": {"old-name": "new_name"}
+    }))
+    .unwrap();
+    let McpTransport::Stdio { env, .. } = &stdio.transport else {
+        panic!("stdio")
+    };
+    assert_eq!(env["MODE"], EnvValue::Literal("ro".into()));
+    assert_eq!(env["GITHUB_TOKEN"], EnvValue::FromEnv("MY_GH_TOKEN".into()));
+    assert_eq!(stdio.rename["old-name"], "new_name");
 }

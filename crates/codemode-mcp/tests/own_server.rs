@@ -30,7 +30,8 @@ async fn tools_pages_and_approval_from_annotations() {
             "plain",
             "mixed",
             "pid",
-            "child_pid"
+            "child_pid",
+            "env"
         ]
     );
     let by = |n: &str| tools.iter().find(|t| t.name == n).unwrap().clone();

@@ -1,6 +1,6 @@
 //! What `codemode.toml` says about one OpenAPI connector.
 
-use codemode::policy::{ApprovalPolicy, RevertRule};
+use codemode::policy::{ApprovalPolicy, RevertRule, ToolOverride};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -11,11 +11,13 @@ pub const DEFAULT_MAX_ERROR_BODY: usize = 2_000;
 /// Default bound on a response body.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
 
-/// One OpenAPI connector.
+/// One OpenAPI connector (in `codemode.toml`, a `[connectors.NAME]` table with
+/// `type = "openapi"`; see the crate README).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenApiConfig {
-    /// The global name in the sandbox.
+    /// The global name in the sandbox (in `codemode.toml`, the key of the connector's table).
+    #[serde(default)]
     pub name: String,
     /// The document: a file path, or an `http(s)://` URL fetched at start-up.
     pub spec: String,
@@ -37,9 +39,15 @@ pub struct OpenApiConfig {
     /// Guidance for the model; the document's `info.description` when absent.
     #[serde(default)]
     pub instructions: Option<String>,
-    /// Per-call timeout in milliseconds.
+    /// A one-line hint beside the connector's name in the tool description.
+    #[serde(default)]
+    pub hint: Option<String>,
+    /// Per-call timeout in milliseconds (the runtime fails a call that takes longer).
     #[serde(default = "default_timeout")]
     pub timeout_ms: u64,
+    /// Calls of this connector in flight at once in one execution (default: `limits.max_in_flight`).
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
     /// How much of an error response's body is quoted, in characters.
     #[serde(default = "default_max_error_body")]
     pub max_error_body: usize,
@@ -52,6 +60,14 @@ pub struct OpenApiConfig {
     /// Header that carries the call's idempotency key (`execution:seq`), if the API honours one.
     #[serde(default)]
     pub idempotency_header: Option<String>,
+    /// Per-method settings (`description`, `replay`, `requires_approval`), by method name or
+    /// operationId; see [`ToolOverride`].
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolOverride>,
+    /// What the API is for, at the head of the `search` and `execute` tools' descriptions in
+    /// the `codemode openapi` mode (the connector itself does not use it).
+    #[serde(default)]
+    pub description: Option<String>,
 }
 
 fn default_timeout() -> u64 {
@@ -78,11 +94,15 @@ impl OpenApiConfig {
             reverts: Vec::new(),
             expose_spec: false,
             instructions: None,
+            hint: None,
             timeout_ms: DEFAULT_TIMEOUT_MS,
+            max_in_flight: None,
             max_error_body: DEFAULT_MAX_ERROR_BODY,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             headers: BTreeMap::new(),
             idempotency_header: None,
+            tools: BTreeMap::new(),
+            description: None,
         }
     }
 }

@@ -5,12 +5,14 @@ use crate::config::OpenApiConfig;
 use crate::error::{Cause, OpenApiError};
 use crate::http::{install_crypto_provider, Http};
 use crate::load::{self, Version};
+use crate::methods::method_names;
 use crate::operations::{self, Operation};
 use crate::refs::SchemaBuilder;
 use crate::request;
+use crate::sender::{RequestSender, Sender};
 use async_trait::async_trait;
-use codemode::discovery::{check_connector_name, try_sanitize_tool_name, DiscoveryError};
-use codemode::policy::RevertSet;
+use codemode::discovery::check_connector_name;
+use codemode::policy::{apply_overrides, RevertSet};
 use codemode::{CallContext, Connector, ReplayPolicy, ToolError, ToolSpec};
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::Value;
@@ -19,10 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use url::Url;
 
-/// The name of the low-level request method.
-pub const REQUEST_METHOD: &str = "request";
-/// The name of the method returning the document, when exposed.
-pub const SPEC_METHOD: &str = "spec";
+pub use crate::methods::{REQUEST_METHOD, SPEC_METHOD};
 
 /// An OpenAPI 3.0/3.1 API as a connector.
 #[derive(Debug)]
@@ -35,6 +34,8 @@ pub struct OpenApiConnector {
     http: Http,
     reverts: RevertSet,
     spec: Option<Arc<Value>>,
+    description: Option<String>,
+    warnings: Vec<String>,
 }
 
 /// What a method name stands for.
@@ -48,18 +49,7 @@ impl OpenApiConnector {
     /// Loads the document named by `config.spec` (a file, or a URL fetched now) and builds the
     /// connector. Every failure names the connector and its cause.
     pub async fn from_spec(config: OpenApiConfig) -> Result<OpenApiConnector, OpenApiError> {
-        let fail = |cause| OpenApiError::new(config.name.clone(), cause);
-        check_connector_name(&config.name).map_err(|e| fail(Cause::Name(e)))?;
-        let credentials = Credentials::from_config(config.auth.as_ref()).map_err(fail)?;
-        let client = build_client().map_err(fail)?;
-        let bytes = load::read_source(
-            &config.spec,
-            &client,
-            Duration::from_millis(config.timeout_ms),
-        )
-        .await
-        .map_err(fail)?;
-        Self::build(config, &bytes, client, credentials)
+        Self::builder(config).load().await
     }
 
     /// Builds the connector from a document already in memory (JSON or YAML).
@@ -67,27 +57,32 @@ impl OpenApiConnector {
         config: OpenApiConfig,
         bytes: &[u8],
     ) -> Result<OpenApiConnector, OpenApiError> {
-        let fail = |cause| OpenApiError::new(config.name.clone(), cause);
-        check_connector_name(&config.name).map_err(|e| fail(Cause::Name(e)))?;
-        let credentials = Credentials::from_config(config.auth.as_ref()).map_err(fail)?;
-        let client = build_client().map_err(fail)?;
-        Self::build(config, bytes, client, credentials)
+        Self::builder(config).build(bytes)
     }
 
-    fn build(
+    /// A builder, for a connector with a [`RequestSender`] of the host's.
+    pub fn builder(config: OpenApiConfig) -> OpenApiBuilder {
+        OpenApiBuilder {
+            config,
+            sender: None,
+        }
+    }
+
+    fn assemble(
         config: OpenApiConfig,
         bytes: &[u8],
         client: reqwest::Client,
         credentials: Credentials,
+        sender: Option<Sender>,
     ) -> Result<OpenApiConnector, OpenApiError> {
         let name = config.name.clone();
         let fail = |cause| OpenApiError::new(name.clone(), cause);
         let doc = load::parse(bytes).map_err(fail)?;
         let version = load::check(&doc).map_err(fail)?;
         let builder = SchemaBuilder::new(&doc, version == Version::V30, operations::input_budget());
-        let operations = operations::collect(&doc, &builder).map_err(fail)?;
+        let (operations, mut warnings) = operations::collect(&doc, &builder);
         let base = base_url(&config, &doc).map_err(fail)?;
-        let names = method_names(&operations, config.expose_spec).map_err(fail)?;
+        let names = method_names(&operations, config.expose_spec, &mut warnings);
 
         let mut by_name = HashMap::with_capacity(names.len());
         for (i, n) in names.iter().enumerate() {
@@ -119,6 +114,10 @@ impl OpenApiConnector {
                 read_only,
                 replay: ReplayPolicy::Log,
                 has_revert: reverts.has(method),
+                http: Some(codemode::connector::HttpOperation {
+                    method: op.method.clone(),
+                    path: op.path.clone(),
+                }),
             });
         }
         tools.push(ToolSpec {
@@ -134,7 +133,16 @@ impl OpenApiConnector {
             read_only: false,
             replay: ReplayPolicy::Log,
             has_revert: reverts.has(REQUEST_METHOD),
+            http: None,
         });
+        let unused = apply_overrides(&mut tools, &config.tools, |m| {
+            names
+                .iter()
+                .position(|n| n == m)
+                .map(|i| operations[i].original.clone())
+        })
+        .map_err(|e| fail(Cause::Override(e)))?;
+        warnings.extend(unused);
         let spec = if config.expose_spec {
             let mut t = ToolSpec::new(SPEC_METHOD);
             t.description = Some("The API's OpenAPI document, as JSON.".into());
@@ -163,6 +171,13 @@ impl OpenApiConnector {
             ),
             None => None,
         };
+        let warnings: Vec<String> = warnings
+            .into_iter()
+            .map(|w| format!("OpenAPI connector `{name}`: {w}"))
+            .collect();
+        for w in &warnings {
+            tracing::warn!("{w}");
+        }
         let instructions = config
             .instructions
             .clone()
@@ -182,15 +197,34 @@ impl OpenApiConnector {
                 max_error_body: config.max_error_body,
                 max_response_bytes: config.max_response_bytes,
                 idempotency_header,
+                sender,
             },
             reverts,
             spec,
+            description: config.description.clone(),
+            warnings,
         })
     }
 
     /// The base URL requests go to.
     pub fn base_url(&self) -> &str {
         self.http.base.as_str()
+    }
+
+    /// What went wrong without stopping the connector (operations renamed or left out), one
+    /// sentence each naming the connector; empty when all is well.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    /// The document itself, shared rather than copied, when loaded with `expose_spec`.
+    pub fn document(&self) -> Option<Arc<Value>> {
+        self.spec.clone()
+    }
+
+    /// The configured `description` of what the API is for.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
     }
 
     /// The number of operations (methods other than `request` and `spec`).
@@ -225,58 +259,54 @@ impl OpenApiConnector {
     }
 }
 
+/// Builds an [`OpenApiConnector`], optionally with a [`RequestSender`] of the host's.
+#[derive(Debug)]
+pub struct OpenApiBuilder {
+    config: OpenApiConfig,
+    sender: Option<Sender>,
+}
+
+impl OpenApiBuilder {
+    /// Sends every call through `sender` instead of the built-in client (the document is still
+    /// fetched with the built-in one). Credentials configured in `auth` are added before it.
+    pub fn sender(mut self, sender: Arc<dyn RequestSender>) -> Self {
+        self.sender = Some(Sender(sender));
+        self
+    }
+
+    /// Loads the document named by `config.spec` (a file, or a URL fetched now) and builds.
+    pub async fn load(self) -> Result<OpenApiConnector, OpenApiError> {
+        let config = self.config;
+        let fail = |cause| OpenApiError::new(config.name.clone(), cause);
+        check_connector_name(&config.name).map_err(|e| fail(Cause::Name(e)))?;
+        let credentials = Credentials::from_config(config.auth.as_ref()).map_err(fail)?;
+        let client = build_client().map_err(fail)?;
+        let bytes = load::read_source(
+            &config.spec,
+            &client,
+            Duration::from_millis(config.timeout_ms),
+        )
+        .await
+        .map_err(fail)?;
+        OpenApiConnector::assemble(config, &bytes, client, credentials, self.sender)
+    }
+
+    /// Builds from a document already in memory (JSON or YAML).
+    pub fn build(self, bytes: &[u8]) -> Result<OpenApiConnector, OpenApiError> {
+        let config = self.config;
+        let fail = |cause| OpenApiError::new(config.name.clone(), cause);
+        check_connector_name(&config.name).map_err(|e| fail(Cause::Name(e)))?;
+        let credentials = Credentials::from_config(config.auth.as_ref()).map_err(fail)?;
+        let client = build_client().map_err(fail)?;
+        OpenApiConnector::assemble(config, bytes, client, credentials, self.sender)
+    }
+}
+
 fn build_client() -> Result<reqwest::Client, Cause> {
     install_crypto_provider();
     reqwest::Client::builder()
         .build()
         .map_err(|e| Cause::Client(e.to_string()))
-}
-
-/// Method names for every operation: a sanitised operationId, or method and path.
-fn method_names(ops: &[Operation], expose_spec: bool) -> Result<Vec<String>, Cause> {
-    let mut seen: HashMap<String, String> = HashMap::new();
-    seen.insert(
-        REQUEST_METHOD.into(),
-        "the built-in `request` method".into(),
-    );
-    if expose_spec {
-        seen.insert(SPEC_METHOD.into(), "the built-in `spec` method".into());
-    }
-    let mut out = Vec::with_capacity(ops.len());
-    for op in ops {
-        let candidate = if op.original.contains(' ') {
-            fallback_name(&op.method, &op.path)
-        } else {
-            op.original.clone()
-        };
-        let name = try_sanitize_tool_name(&candidate)?;
-        if let Some(first) = seen.insert(name.clone(), op.original.clone()) {
-            return Err(Cause::Name(DiscoveryError::NameCollision {
-                first,
-                second: op.original.clone(),
-                sanitized: name,
-            }));
-        }
-        out.push(name);
-    }
-    Ok(out)
-}
-
-/// `get` + `/repos/{owner}/{repo}` → `get_repos_owner_repo`.
-fn fallback_name(method: &str, path: &str) -> String {
-    let mut out = method.to_ascii_lowercase();
-    for seg in path.split('/').filter(|s| !s.is_empty()) {
-        let seg: String = seg
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        let seg = seg.trim_matches('_');
-        if !seg.is_empty() {
-            out.push('_');
-            out.push_str(seg);
-        }
-    }
-    out
 }
 
 /// The configured base URL, else the document's first server (variables at their defaults).
@@ -363,6 +393,10 @@ impl Connector for OpenApiConnector {
         self.tools.clone()
     }
 
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
     async fn execute(
         &self,
         method: &str,
@@ -394,20 +428,5 @@ impl Connector for OpenApiConnector {
             .map_err(|e| {
                 ToolError::new(format!("revert of {}.{method} by {revert}: {e}", self.name))
             })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fallback_names_read_well() {
-        assert_eq!(
-            fallback_name("GET", "/repos/{owner}/{repo}"),
-            "get_repos_owner_repo"
-        );
-        assert_eq!(fallback_name("post", "/"), "post");
-        assert_eq!(fallback_name("DELETE", "/a-b/{c.d}"), "delete_a_b_c_d");
     }
 }

@@ -86,6 +86,9 @@ pub enum Cause {
     /// A configured header that is not a valid HTTP header.
     #[error("header {0:?} is not a valid HTTP header name or value")]
     BadHeader(String),
+    /// A per-method setting that cannot be applied.
+    #[error("{0}")]
+    Override(#[from] codemode::policy::OverrideError),
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),

@@ -4,6 +4,7 @@ use crate::auth::Credentials;
 use crate::load::describe_reqwest;
 use crate::operations::is_json;
 use crate::request::HttpRequest;
+use crate::sender::{OutgoingRequest, Sender};
 use base64::Engine;
 use codemode::ToolError;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -37,6 +38,8 @@ pub struct Http {
     pub max_response_bytes: usize,
     /// Header carrying the idempotency key.
     pub idempotency_header: Option<HeaderName>,
+    /// The host's sender, used instead of `client` when given.
+    pub sender: Option<Sender>,
 }
 
 impl Http {
@@ -52,12 +55,11 @@ impl Http {
             req.path
         ))
         .map_err(|e| scrub(format!("{label}: bad URL: {e}")))?;
-        if url.origin() != self.base.origin()
-            || !url
-                .path()
-                .starts_with(self.base.path().trim_end_matches('/'))
-        {
-            return Err(scrub(format!("{label}: path leaves the API's base URL")));
+        if url.origin() != self.base.origin() || !below(&self.base, &url) {
+            return Err(scrub(format!(
+                "{label}: the path leaves the API's base URL {}; give a path below it",
+                self.base.path()
+            )));
         }
         {
             let mut pairs = url.query_pairs_mut();
@@ -78,10 +80,7 @@ impl Http {
         }
         let method = reqwest::Method::from_bytes(req.method.as_bytes())
             .map_err(|_| scrub(format!("{label}: bad HTTP method")))?;
-        let mut builder = self.client.request(method, url).timeout(self.timeout);
-        for (k, v) in &self.headers {
-            builder = builder.header(k, v);
-        }
+        let mut headers: Vec<(HeaderName, HeaderValue)> = self.headers.clone();
         for (k, v) in &req.headers {
             if creds.owns(Some(k), None) || k.eq_ignore_ascii_case("host") {
                 return Err(scrub(format!(
@@ -92,66 +91,39 @@ impl Http {
                 .map_err(|_| scrub(format!("{label}: `{k}` is not a valid header name")))?;
             let value = HeaderValue::from_str(v)
                 .map_err(|_| scrub(format!("{label}: header `{k}` has an invalid value")))?;
-            builder = builder.header(name, value);
+            headers.push((name, value));
         }
         if let Some(h) = &self.idempotency_header {
-            builder = builder.header(h, key);
+            let value = HeaderValue::from_str(key)
+                .map_err(|_| scrub(format!("{label}: bad idempotency key")))?;
+            headers.push((h.clone(), value));
         }
         if let Some((k, v)) = creds.header() {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| scrub(format!("{label}: `{k}` is not a valid header name")))?;
             let mut value = HeaderValue::from_str(v).map_err(|_| {
                 scrub(format!(
                     "{label}: the credential is not a valid header value"
                 ))
             })?;
             value.set_sensitive(true);
-            builder = builder.header(k, value);
+            headers.push((name, value));
         }
-        if let Some((ct, bytes)) = req.body {
-            builder = builder
-                .header(reqwest::header::CONTENT_TYPE, ct)
-                .body(bytes);
-        }
-
-        let mut resp = builder.send().await.map_err(|e| {
-            if e.is_timeout() {
-                scrub(format!(
-                    "{label}: timed out after {} ms",
-                    self.timeout.as_millis()
-                ))
-            } else {
-                scrub(format!("{label}: {}", describe_reqwest(&e)))
-            }
-        })?;
-        let status = resp.status();
-        let content_type = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        let mut body = Vec::new();
-        loop {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => {
-                    body.extend_from_slice(&chunk);
-                    if body.len() > self.max_response_bytes {
-                        return Err(scrub(format!(
-                            "{label}: response is larger than {} bytes",
-                            self.max_response_bytes
-                        )));
-                    }
-                }
-                Ok(None) => break,
-                Err(e) if e.is_timeout() => {
-                    return Err(scrub(format!(
-                        "{label}: timed out after {} ms",
-                        self.timeout.as_millis()
-                    )))
-                }
-                Err(e) => return Err(scrub(format!("{label}: {}", describe_reqwest(&e)))),
-            }
-        }
-
+        let (status, resp_headers, body) = match &self.sender {
+            Some(sender) => self
+                .send_with(sender, method, url, headers, req.body)
+                .await
+                .map_err(|m| scrub(format!("{label}: {m}")))?,
+            None => self
+                .send_builtin(method, url, headers, req.body)
+                .await
+                .map_err(|m| scrub(format!("{label}: {m}")))?,
+        };
+        let content_type = resp_headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body);
             let mut quoted: String = text.chars().take(self.max_error_body).collect();
@@ -162,11 +134,8 @@ impl Http {
         }
         let value = if req.method == "HEAD" {
             let mut headers = Map::new();
-            for (k, v) in resp.headers() {
-                headers.insert(
-                    k.to_string(),
-                    Value::String(v.to_str().unwrap_or("").to_string()),
-                );
+            for (k, v) in resp_headers {
+                headers.insert(k.to_ascii_lowercase(), Value::String(v));
             }
             json!({"status": status.as_u16(), "headers": headers})
         } else {
@@ -174,6 +143,113 @@ impl Http {
         };
         Ok(creds.scrub_value(value))
     }
+
+    /// Sends with the built-in client; the body is read up to `max_response_bytes`.
+    async fn send_builtin(
+        &self,
+        method: reqwest::Method,
+        url: Url,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        body: Option<(String, Vec<u8>)>,
+    ) -> Result<Response, String> {
+        let mut builder = self.client.request(method, url).timeout(self.timeout);
+        for (k, v) in headers {
+            builder = builder.header(k, v);
+        }
+        if let Some((ct, bytes)) = body {
+            builder = builder
+                .header(reqwest::header::CONTENT_TYPE, ct)
+                .body(bytes);
+        }
+        let timed_out = || format!("timed out after {} ms", self.timeout.as_millis());
+        let mut resp = builder.send().await.map_err(|e| {
+            if e.is_timeout() {
+                timed_out()
+            } else {
+                describe_reqwest(&e)
+            }
+        })?;
+        let status = resp.status();
+        let headers = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect();
+        let mut body = Vec::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    body.extend_from_slice(&chunk);
+                    if body.len() > self.max_response_bytes {
+                        return Err(format!(
+                            "response is larger than {} bytes",
+                            self.max_response_bytes
+                        ));
+                    }
+                }
+                Ok(None) => break,
+                Err(e) if e.is_timeout() => return Err(timed_out()),
+                Err(e) => return Err(describe_reqwest(&e)),
+            }
+        }
+        Ok((status, headers, body))
+    }
+
+    /// Sends with the host's sender, within the connector's timeout.
+    async fn send_with(
+        &self,
+        sender: &Sender,
+        method: reqwest::Method,
+        url: Url,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        body: Option<(String, Vec<u8>)>,
+    ) -> Result<Response, String> {
+        let mut out: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect();
+        let body = body.map(|(ct, bytes)| {
+            out.push(("content-type".into(), ct));
+            bytes
+        });
+        let request = OutgoingRequest {
+            method: method.as_str().to_string(),
+            url: url.to_string(),
+            headers: out,
+            body,
+            timeout: self.timeout,
+        };
+        let resp = tokio::time::timeout(self.timeout, sender.0.send(request))
+            .await
+            .map_err(|_| format!("timed out after {} ms", self.timeout.as_millis()))?
+            .map_err(|e| e.0)?;
+        if resp.body.len() > self.max_response_bytes {
+            return Err(format!(
+                "response is larger than {} bytes",
+                self.max_response_bytes
+            ));
+        }
+        let status = reqwest::StatusCode::from_u16(resp.status)
+            .map_err(|_| format!("the sender returned status {}", resp.status))?;
+        Ok((status, resp.headers, resp.body))
+    }
+}
+
+/// Status, headers and body of a response.
+type Response = (reqwest::StatusCode, Vec<(String, String)>, Vec<u8>);
+
+/// Whether `url`'s path is `base`'s path or below it, segment by segment (so `/v1-admin` is not
+/// below `/v1`).
+pub fn below(base: &Url, url: &Url) -> bool {
+    let segments = |u: &Url| -> Vec<String> {
+        u.path()
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let (base, url) = (segments(base), segments(url));
+    url.len() >= base.len() && url[..base.len()] == base[..]
 }
 
 /// A response body as a value: JSON parsed, text as a string, anything else described.
@@ -196,5 +272,24 @@ fn decode(content_type: &str, body: Vec<u8>) -> Value {
                 "base64": base64::engine::general_purpose::STANDARD.encode(&bytes),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_compares_whole_segments() {
+        let base = Url::parse("http://h/v1").unwrap();
+        let at = |p: &str| Url::parse(&format!("http://h{p}")).unwrap();
+        assert!(below(&base, &at("/v1")));
+        assert!(below(&base, &at("/v1/")));
+        assert!(below(&base, &at("/v1/items/a%2Fb")));
+        assert!(!below(&base, &at("/v1-admin")));
+        assert!(!below(&base, &at("/v1/../admin")));
+        assert!(!below(&base, &at("/v1/%2e%2e/admin")));
+        assert!(!below(&base, &at("/")));
+        assert!(below(&Url::parse("http://h/").unwrap(), &at("/x")));
     }
 }

@@ -5,6 +5,7 @@
 //! environment variables and never leave the host: they are added to requests here and
 //! scrubbed from results and errors. GET, HEAD and OPTIONS run without approval; every other
 //! operation, and the low-level `request`, needs approval unless the configuration says not.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod auth;
 mod config;
@@ -12,14 +13,17 @@ mod connector;
 mod error;
 mod http;
 mod load;
+mod methods;
 mod operations;
 mod refs;
 mod request;
+mod sender;
 
 pub use auth::REDACTED;
 pub use config::{
     ApiKeyLocation, AuthConfig, OpenApiConfig, DEFAULT_MAX_ERROR_BODY, DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT_MS,
 };
-pub use connector::{OpenApiConnector, REQUEST_METHOD, SPEC_METHOD};
+pub use connector::{OpenApiBuilder, OpenApiConnector, REQUEST_METHOD, SPEC_METHOD};
 pub use error::{Cause, OpenApiError, RefError};
+pub use sender::{IncomingResponse, OutgoingRequest, RequestSender, SendError};

@@ -103,17 +103,25 @@ impl Operation {
     }
 }
 
-/// Every operation in the document, in document order.
-pub fn collect<'a>(doc: &'a Value, builder: &SchemaBuilder<'a>) -> Result<Vec<Operation>, Cause> {
+/// Every usable operation in the document, in document order, and one warning for each
+/// operation left out (a `$ref` that cannot be followed, a malformed parameter, an input schema
+/// that does not compile): one bad operation never costs the others.
+pub fn collect<'a>(doc: &'a Value, builder: &SchemaBuilder<'a>) -> (Vec<Operation>, Vec<String>) {
     let resolver = builder.resolver();
     let mut out = Vec::new();
+    let mut warnings = Vec::new();
+    let mut built: Vec<(String, Result<Operation, String>)> = Vec::new();
     let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
-        return Ok(out);
+        return (out, warnings);
     };
     for (path, item) in paths {
-        let (item, _) = resolver
-            .deref(item)
-            .map_err(|e| at(&format!("path {path}"), e))?;
+        let item = match resolver.deref(item) {
+            Ok((item, _)) => item,
+            Err(e) => {
+                warnings.push(format!("path {path} is left out: {e}"));
+                continue;
+            }
+        };
         let Some(item) = item.as_object() else {
             continue;
         };
@@ -123,10 +131,65 @@ pub fn collect<'a>(doc: &'a Value, builder: &SchemaBuilder<'a>) -> Result<Vec<Op
                 continue;
             };
             let label = format!("{} {path}", method.to_uppercase());
-            out.push(operation(path, method, op, shared, builder, &label)?);
+            let name = name_of(op, &label);
+            built.push((
+                name,
+                operation(path, method, op, shared, builder, &label).map_err(|e| e.to_string()),
+            ));
         }
     }
-    Ok(out)
+    let checks = schema_problems(&built);
+    for ((name, op), problem) in built.into_iter().zip(checks) {
+        match (op, problem) {
+            (Ok(op), None) => out.push(op),
+            (Ok(_), Some(e)) | (Err(e), _) => {
+                warnings.push(format!("operation {name} is left out: {e}"))
+            }
+        }
+    }
+    (out, warnings)
+}
+
+/// For each built operation, why its input schema does not compile (the runtime compiles it to
+/// validate inputs), or `None`. Spread over the machine's cores: a large document has thousands.
+fn schema_problems(built: &[(String, Result<Operation, String>)]) -> Vec<Option<String>> {
+    let check = |item: &(String, Result<Operation, String>)| match &item.1 {
+        Ok(op) => jsonschema::validator_for(&op.input_schema)
+            .err()
+            .map(|e| format!("its input schema is not valid JSON Schema ({e})")),
+        Err(_) => None,
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads < 2 || built.len() < 64 {
+        return built.iter().map(check).collect();
+    }
+    let chunk = built.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = built
+            .chunks(chunk)
+            .map(|part| {
+                (
+                    part.len(),
+                    scope.spawn(move || part.iter().map(check).collect::<Vec<_>>()),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|(len, h)| {
+                h.join()
+                    .unwrap_or_else(|_| vec![Some("checking its input schema failed".into()); len])
+            })
+            .collect()
+    })
+}
+
+/// `"operationId" (GET /path)`, or the label alone when there is no operationId.
+fn name_of(op: &Value, label: &str) -> String {
+    match op.get("operationId").and_then(Value::as_str) {
+        Some(id) => format!("{id:?} ({label})"),
+        None => label.to_string(),
+    }
 }
 
 fn at(label: &str, e: RefError) -> Cause {
@@ -145,6 +208,7 @@ fn operation<'a>(
     let mut properties = Map::new();
     let mut required: Vec<Value> = Vec::new();
     let mut params: Vec<Param> = Vec::new();
+    let mut defs = Map::new();
 
     // Operation-level parameters override path-level ones with the same name and location.
     let mut raw: Vec<&'a Value> = Vec::new();
@@ -184,6 +248,7 @@ fn operation<'a>(
             Some(s) => builder.build(s).map_err(|e| at(label, e))?,
             None => content_schema(p.get("content"), builder, label)?.unwrap_or_else(|| json!({})),
         };
+        lift_defs(&mut schema, &mut defs);
         if let (Some(d), Value::Object(m)) = (p.get("description"), &mut schema) {
             m.entry("description").or_insert_with(|| d.clone());
         }
@@ -219,6 +284,7 @@ fn operation<'a>(
                 Some(s) => builder.build(s).map_err(|e| at(label, e))?,
                 None => json!({}),
             };
+            lift_defs(&mut schema, &mut defs);
             if let (Some(d), Value::Object(m)) = (rb.get("description"), &mut schema) {
                 m.entry("description").or_insert_with(|| d.clone());
             }
@@ -234,6 +300,9 @@ fn operation<'a>(
         json!({"type": "object", "properties": properties, "additionalProperties": false});
     if !required.is_empty() {
         input["required"] = Value::Array(required);
+    }
+    if !defs.is_empty() {
+        input["$defs"] = Value::Object(defs);
     }
 
     let output_schema = success_schema(op.get("responses"), builder, label)?;
@@ -252,6 +321,14 @@ fn operation<'a>(
         input_schema: input,
         output_schema,
     })
+}
+
+/// Moves a property schema's `$defs` into the input schema's own: its refs (`#/$defs/…`) are
+/// resolved from the root of the input schema. Names are unique per document, so they merge.
+fn lift_defs(schema: &mut Value, defs: &mut Map<String, Value>) {
+    if let Some(Value::Object(own)) = schema.as_object_mut().and_then(|m| m.remove("$defs")) {
+        defs.extend(own);
+    }
 }
 
 /// The JSON media type of a `content` map if there is one, else its first media type.

@@ -1,8 +1,9 @@
 //! From a method's input object to an HTTP request: path, query, headers, cookies and body.
 
 use crate::operations::{is_json, Location, Operation};
+use base64::Engine;
 use codemode::ToolError;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{Map, Value};
 
 /// Characters left as they are in a path segment (RFC 3986 unreserved).
@@ -71,6 +72,7 @@ pub fn for_operation(op: &Operation, args: Value) -> Result<HttpRequest, ToolErr
                     Value::Array(items) => items.iter().map(scalar).collect::<Vec<_>>().join(","),
                     other => scalar(other),
                 };
+                check_path_param(&p.prop, &text)?;
                 let encoded = utf8_percent_encode(&text, SEGMENT).to_string();
                 path = path.replace(&format!("{{{}}}", p.name), &encoded);
             }
@@ -138,8 +140,32 @@ fn push_query(out: &mut Vec<(String, String)>, name: &str, v: &Value, explode: b
     }
 }
 
-/// Encodes a body for its media type: JSON, a form, or text as it is.
+/// The bytes of a `{"$bytes": "<base64>"}` envelope (a `Uint8Array` in the sandbox), if `v`
+/// is one.
+fn bytes_envelope(v: &Value) -> Option<Result<Vec<u8>, ToolError>> {
+    let Value::Object(map) = v else {
+        return None;
+    };
+    let Some(Value::String(b64)) = map.get("$bytes").filter(|_| map.len() == 1) else {
+        return None;
+    };
+    Some(
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|e| {
+                ToolError::new(format!(
+                    "`body` has a `$bytes` value that is not base64: {e}"
+                ))
+            }),
+    )
+}
+
+/// Encodes a body for its media type: bytes (a `Uint8Array`) as they are, JSON, a form, or
+/// text as it is.
 fn encode_body(content_type: &str, v: &Value) -> Result<Vec<u8>, ToolError> {
+    if let Some(bytes) = bytes_envelope(v) {
+        return bytes;
+    }
     if is_json(content_type) {
         return serde_json::to_vec(v).map_err(|e| ToolError::new(e.to_string()));
     }
@@ -156,7 +182,8 @@ fn encode_body(content_type: &str, v: &Value) -> Result<Vec<u8>, ToolError> {
     Ok(scalar(v).into_bytes())
 }
 
-/// The request for one call of the low-level `request({method, path, query, body, headers})`.
+/// The request for one call of the low-level
+/// `request({method, path, query, body, contentType, headers})`.
 pub fn for_raw(args: Value) -> Result<HttpRequest, ToolError> {
     let mut args = as_object(args, "request")?;
     let method = match args.remove("method") {
@@ -181,11 +208,7 @@ pub fn for_raw(args: Value) -> Result<HttpRequest, ToolError> {
             ))
         }
     };
-    if !path.starts_with('/') || path.starts_with("//") || path.contains("://") {
-        return Err(ToolError::new(format!(
-            "`path` {path:?} must be a path below the base URL starting with a single `/`, not a URL"
-        )));
-    }
+    check_raw_path(&path)?;
     let mut query = Vec::new();
     match args.remove("query") {
         None | Some(Value::Null) => {}
@@ -221,17 +244,36 @@ pub fn for_raw(args: Value) -> Result<HttpRequest, ToolError> {
             )))
         }
     }
+    match (args.remove("contentType"), &content_type) {
+        (None | Some(Value::Null), _) => {}
+        (Some(Value::String(_)), Some(_)) => {
+            return Err(ToolError::new(
+                "the content type is given twice (`contentType` and a `content-type` header); give it once, as `contentType`",
+            ))
+        }
+        (Some(Value::String(ct)), None) => content_type = Some(ct),
+        (Some(other), _) => {
+            return Err(ToolError::new(format!(
+                "`contentType` must be a string like \"text/csv\", got {other}"
+            )))
+        }
+    }
     let body = match args.remove("body") {
         None | Some(Value::Null) => None,
         Some(v) => {
-            let ct = content_type.unwrap_or_else(|| "application/json".into());
+            let fallback = if bytes_envelope(&v).is_some() {
+                "application/octet-stream"
+            } else {
+                "application/json"
+            };
+            let ct = content_type.unwrap_or_else(|| fallback.into());
             let bytes = encode_body(&ct, &v)?;
             Some((ct, bytes))
         }
     };
     if let Some(extra) = args.keys().next() {
         return Err(ToolError::new(format!(
-            "unknown argument `{extra}` for request; it takes method, path, query, body, headers"
+            "unknown argument `{extra}` for request; it takes method, path, query, body, contentType, headers"
         )));
     }
     Ok(HttpRequest {
@@ -243,6 +285,59 @@ pub fn for_raw(args: Value) -> Result<HttpRequest, ToolError> {
     })
 }
 
+/// Whether `segment` is `.` or `..`, as written or percent-encoded (`%2e%2e`).
+fn is_dot_segment(segment: &str) -> bool {
+    let decoded = percent_decode_str(segment).decode_utf8_lossy();
+    matches!(decoded.as_ref(), "." | "..")
+}
+
+/// A path parameter fills one segment: it may contain `/` (sent as `%2F`), but it cannot be a
+/// dot segment or a URL.
+fn check_path_param(prop: &str, text: &str) -> Result<(), ToolError> {
+    let why = if is_dot_segment(text) {
+        "cannot be `.` or `..`"
+    } else if text.contains("://") || text.starts_with("//") {
+        "cannot be a URL"
+    } else {
+        return Ok(());
+    };
+    Err(ToolError::new(format!(
+        "path parameter `{prop}` is {text:?}: it {why}; a path parameter is one segment of a path below the API's base URL"
+    )))
+}
+
+/// The `path` of a raw request: below the base URL, segment by segment.
+fn check_raw_path(path: &str) -> Result<(), ToolError> {
+    let refuse = |why: &str| {
+        Err(ToolError::new(format!(
+            "`path` {path:?} {why}; give a path below the API's base URL, like \"/users/1\", and put parameters in `query`"
+        )))
+    };
+    if path.contains("://") {
+        return refuse("must be a path, not a URL");
+    }
+    if !path.starts_with('/') || path.starts_with("//") {
+        return refuse("must start with a single `/`");
+    }
+    if path.contains(['?', '#', '\\']) || path.chars().any(char::is_control) {
+        return refuse("contains `?`, `#`, `\\` or a control character");
+    }
+    let segments: Vec<&str> = path[1..].split('/').collect();
+    for (i, segment) in segments.iter().enumerate() {
+        if segment.is_empty() && i + 1 < segments.len() {
+            return refuse("has an empty segment (`//`)");
+        }
+        if is_dot_segment(segment) {
+            return refuse("has a `.` or `..` segment");
+        }
+        let decoded = percent_decode_str(segment).decode_utf8_lossy();
+        if decoded.contains(['/', '\\']) {
+            return refuse("has an encoded `/` or `\\` (`%2F`, `%5C`)");
+        }
+    }
+    Ok(())
+}
+
 /// The input schema of `request`.
 pub fn raw_schema() -> Value {
     serde_json::json!({
@@ -251,7 +346,8 @@ pub fn raw_schema() -> Value {
             "method": {"type": "string", "enum": ["GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH"], "description": "HTTP method; GET when absent."},
             "path": {"type": "string", "description": "Path below the API's base URL, starting with `/`, e.g. `/users/1`."},
             "query": {"type": "object", "description": "Query parameters; arrays repeat the name.", "additionalProperties": true},
-            "body": {"description": "Request body, sent as JSON unless headers set another content-type."},
+            "body": {"description": "Request body: sent as JSON, unless `contentType` says otherwise; then a string is sent as it is, an object as a form for application/x-www-form-urlencoded, and a Uint8Array as its bytes."},
+            "contentType": {"type": "string", "description": "Media type of `body`, e.g. `text/csv`; `application/json` when absent (`application/octet-stream` for a Uint8Array)."},
             "headers": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra request headers."}
         },
         "required": ["path"],

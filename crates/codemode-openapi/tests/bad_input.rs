@@ -1,5 +1,6 @@
 //! Bad documents and configurations: a clear error naming the connector and the cause.
 
+use codemode::Connector;
 use codemode_openapi::{AuthConfig, OpenApiConfig, OpenApiConnector};
 use serde_json::json;
 
@@ -14,7 +15,9 @@ fn doc_with(schemas: serde_json::Value) -> Vec<u8> {
         "openapi": "3.1.0",
         "info": {"title": "t", "version": "1"},
         "servers": [{"url": "http://127.0.0.1:9"}],
-        "paths": {"/pets": {"post": {
+        "paths": {"/pets": {
+          "get": {"operationId": "listPets", "responses": {"200": {"description": "ok"}}},
+          "post": {
             "operationId": "addPet",
             "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}},
             "responses": {"200": {"description": "ok"}}
@@ -45,15 +48,28 @@ fn not_openapi() {
     assert!(err.contains("no `openapi` field"), "{err}");
 }
 
+fn warnings_for(bytes: &[u8]) -> (OpenApiConnector, Vec<String>) {
+    let c = OpenApiConnector::from_bytes(OpenApiConfig::new("petstore", "inline"), bytes).unwrap();
+    let warnings = c.warnings();
+    (c, warnings)
+}
+
 #[test]
-fn ref_loop() {
-    let err = error_for(&doc_with(json!({
+fn ref_loop_leaves_the_operation_out() {
+    let (c, warnings) = warnings_for(&doc_with(json!({
         "Pet": {"$ref": "#/components/schemas/Animal"},
         "Animal": {"$ref": "#/components/schemas/Pet"}
     })));
-    assert!(err.contains("`petstore`"), "{err}");
-    assert!(err.contains("POST /pets"), "{err}");
-    assert!(err.contains("$ref loop: #/components/schemas/Pet -> #/components/schemas/Animal -> #/components/schemas/Pet"), "{err}");
+    assert_eq!(c.operation_count(), 1, "listPets still loads");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = &warnings[0];
+    assert!(
+        w.starts_with(
+            "OpenAPI connector `petstore`: operation \"addPet\" (POST /pets) is left out"
+        ),
+        "{w}"
+    );
+    assert!(w.contains("$ref loop: #/components/schemas/Pet -> #/components/schemas/Animal -> #/components/schemas/Pet"), "{w}");
 }
 
 #[test]
@@ -63,15 +79,33 @@ fn recursive_schemas_are_fine() {
         &doc_with(json!({"Pet": {"type": "object", "properties": {"parent": {"$ref": "#/components/schemas/Pet"}}}})),
     )
     .unwrap();
-    assert_eq!(c.operation_count(), 1);
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+    assert_eq!(c.operation_count(), 2);
 }
 
 #[test]
-fn dangling_ref() {
-    let err = error_for(&doc_with(json!({})));
+fn dangling_ref_leaves_the_operation_out() {
+    let (c, warnings) = warnings_for(&doc_with(json!({})));
+    assert_eq!(c.operation_count(), 1);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        err.contains("#/components/schemas/Pet") && err.contains("points at nothing"),
-        "{err}"
+        warnings[0].contains("#/components/schemas/Pet")
+            && warnings[0].contains("points at nothing"),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn a_schema_that_does_not_compile_leaves_the_operation_out() {
+    let (c, warnings) = warnings_for(&doc_with(json!({"Pet": {"type": "no-such-type"}})));
+    assert_eq!(c.operation_count(), 1);
+    let names: Vec<String> = c.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["listPets", "request"]);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("\"addPet\" (POST /pets) is left out")
+            && warnings[0].contains("not valid JSON Schema"),
+        "{warnings:?}"
     );
 }
 
@@ -91,27 +125,45 @@ fn missing_secret_variable() {
 }
 
 #[test]
-fn name_collisions_name_both_operations() {
+fn colliding_and_reserved_names_are_renamed_with_a_warning() {
     let doc = json!({
         "openapi": "3.0.0", "info": {"title": "t", "version": "1"},
         "servers": [{"url": "http://127.0.0.1:9"}],
         "paths": {
             "/a": {"get": {"operationId": "pets.list", "responses": {}}},
-            "/b": {"get": {"operationId": "pets/list", "responses": {}}}
+            "/b": {"get": {"operationId": "pets/list", "responses": {}}},
+            "/c": {"get": {"operationId": "pets.list", "responses": {}}},
+            "/d": {"post": {"operationId": "request", "responses": {}}}
         }
     });
-    let err = error_for(doc.to_string().as_bytes());
-    assert!(
-        err.contains("\"pets.list\"") && err.contains("\"pets/list\""),
-        "{err}"
+    let (c, warnings) = warnings_for(doc.to_string().as_bytes());
+    let names: Vec<String> = c.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(
+        names,
+        [
+            "pets_list",
+            "pets_list_2",
+            "pets_list_3",
+            "request_2",
+            "request"
+        ]
     );
-    let doc = json!({
-        "openapi": "3.0.0", "info": {"title": "t", "version": "1"},
-        "servers": [{"url": "http://127.0.0.1:9"}],
-        "paths": {"/a": {"post": {"operationId": "request", "responses": {}}}}
-    });
-    let err = error_for(doc.to_string().as_bytes());
-    assert!(err.contains("built-in `request`"), "{err}");
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(
+        warnings[0].contains("\"pets/list\" (GET /b)")
+            && warnings[0].contains("like operation \"pets.list\"")
+            && warnings[0].contains("`pets_list_2`"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[2].contains("built-in `request`") && warnings[2].contains("`request_2`"),
+        "{warnings:?}"
+    );
+    // The renamed operation is the one its name says.
+    let tools = c.tools();
+    let renamed = tools.iter().find(|t| t.name == "request_2").unwrap();
+    assert!(renamed.description.as_deref().unwrap().contains("POST /d"));
+    assert!(renamed.requires_approval);
 }
 
 #[test]
@@ -174,4 +226,39 @@ fn config_rejects_unknown_fields() {
         yaml_serde::from_str::<OpenApiConfig>("name: a\nspec: b\nauth: {type: bearer, token: x}\n")
             .unwrap_err();
     assert!(err.to_string().contains("token"), "{err}");
+}
+
+#[test]
+fn in_a_large_document_only_the_bad_operations_are_left_out() {
+    // Enough operations that their schemas are checked on several threads: order is kept.
+    let mut paths = serde_json::Map::new();
+    for i in 0..150 {
+        let ty = if i % 50 == 7 {
+            "no-such-type"
+        } else {
+            "string"
+        };
+        paths.insert(
+            format!("/items{i}"),
+            json!({"get": {"operationId": format!("get{i}"),
+                "parameters": [{"name": "q", "in": "query", "schema": {"type": ty}}],
+                "responses": {}}}),
+        );
+    }
+    let doc = json!({
+        "openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "http://127.0.0.1:9"}], "paths": paths
+    });
+    let (c, warnings) = warnings_for(doc.to_string().as_bytes());
+    assert_eq!(c.operation_count(), 147);
+    let left_out: Vec<&str> = warnings
+        .iter()
+        .map(|w| w.split('"').nth(1).unwrap())
+        .collect();
+    assert_eq!(left_out, ["get7", "get57", "get107"], "{warnings:?}");
+    let names: Vec<String> = c.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(
+        names[..8],
+        ["get0", "get1", "get2", "get3", "get4", "get5", "get6", "get8"]
+    );
 }

@@ -22,6 +22,7 @@ async fn github_rest_api() {
         started.elapsed()
     );
     assert_eq!(c.operation_count(), 1_223);
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
     assert_eq!(c.base_url(), "https://api.github.com/");
     let tools = c.tools();
     assert_eq!(tools.len(), 1_224, "every operation plus request");
@@ -73,6 +74,7 @@ async fn readme_api_openapi_31() {
         .await
         .unwrap();
     assert!(c.operation_count() > 30, "{}", c.operation_count());
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
     let tools = c.tools();
     for t in &tools {
         assert!(

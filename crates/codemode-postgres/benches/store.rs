@@ -184,6 +184,7 @@ fn execution(id: &str) -> Execution {
         connectors: vec!["probe".into()],
         created_at: 0,
         updated_at: 0,
+        decisions: Vec::new(),
     }
 }
 
@@ -203,5 +204,8 @@ fn entry(seq: u64) -> LogEntry {
         requires_approval: false,
         ephemeral: false,
         state: EntryState::Applied,
+        approved_args: None,
+        decisions: Vec::new(),
+        delivered: None,
     }
 }

@@ -1,12 +1,36 @@
 //! Conversion between rows and the core's records.
 
-use codemode::{EntryState, Execution, ExecutionStatus, LogEntry, StoreError};
+use codemode::{Decision, EntryState, Execution, ExecutionStatus, LogEntry, StoreError};
 use serde_json::Value;
 use tokio_postgres::Row;
 
 /// JSON text of a value.
 pub(crate) fn json(value: &Value) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Backend(format!("encoding JSON: {e}")))
+}
+
+/// JSON text of a list of decisions; `None` (NULL) for none.
+pub(crate) fn json_decisions(decisions: &[Decision]) -> Result<Option<String>, StoreError> {
+    if decisions.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(decisions)
+        .map(Some)
+        .map_err(|e| StoreError::Backend(format!("encoding JSON: {e}")))
+}
+
+/// JSON text of one decision.
+pub(crate) fn json_decision(decision: &Decision) -> Result<String, StoreError> {
+    serde_json::to_string(decision).map_err(|e| StoreError::Backend(format!("encoding JSON: {e}")))
+}
+
+fn decisions(text: Option<String>, what: &str) -> Result<Vec<Decision>, StoreError> {
+    match text {
+        None => Ok(Vec::new()),
+        Some(text) => {
+            serde_json::from_str(&text).map_err(|e| StoreError::Decode(format!("{what}: {e}")))
+        }
+    }
 }
 
 /// JSON text of a list of strings.
@@ -51,8 +75,9 @@ pub(crate) fn get<'a, T: tokio_postgres::types::FromSql<'a>>(
 /// The columns [`execution`] decodes, from `e` (an execution row) and `l` (its log).
 const WITH_LOG_COLUMNS: &str = "
        e.id, e.code, e.status, e.result, e.error, e.logs, e.connectors, e.created_at,
-       e.updated_at, l.seqs, l.connectors, l.methods, l.args, l.results, l.errors,
-       l.approvals, l.ephemerals, l.states";
+       e.updated_at, e.decisions, l.seqs, l.connectors, l.methods, l.args, l.results,
+       l.errors, l.approvals, l.ephemerals, l.states, l.approved_args, l.decisions,
+       l.delivered";
 
 /// The log of `e`, aggregated into one array per column.
 const LOG_JOIN: &str = "
@@ -65,7 +90,10 @@ CROSS JOIN LATERAL (
            array_agg(error ORDER BY seq) AS errors,
            array_agg(requires_approval ORDER BY seq) AS approvals,
            array_agg(ephemeral ORDER BY seq) AS ephemerals,
-           array_agg(state ORDER BY seq) AS states
+           array_agg(state ORDER BY seq) AS states,
+           array_agg(approved_args ORDER BY seq) AS approved_args,
+           array_agg(decisions ORDER BY seq) AS decisions,
+           array_agg(delivered ORDER BY seq) AS delivered
     FROM codemode_log_entries
     WHERE runtime = e.runtime AND execution_id = e.id
 ) l";
@@ -86,7 +114,8 @@ pub(crate) fn execution(row: &Row) -> Result<Execution, StoreError> {
     Ok(Execution {
         code: get(row, 1)?,
         status: status(&get::<String>(row, 2)?)?,
-        log: log(row, 9)?,
+        log: log(row, 10)?,
+        decisions: decisions(get(row, 9)?, &what("decisions"))?,
         result: result.map(|t| value(&t, &what("result"))).transpose()?,
         error: get(row, 4)?,
         logs: strings(&logs, &what("logs"))?,
@@ -97,7 +126,7 @@ pub(crate) fn execution(row: &Row) -> Result<Execution, StoreError> {
     })
 }
 
-/// Decodes the nine entry arrays starting at column `at`.
+/// Decodes the twelve entry arrays starting at column `at`.
 fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
     let seqs: Option<Vec<i64>> = get(row, at)?;
     let Some(seqs) = seqs else {
@@ -111,6 +140,9 @@ fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
     let approvals: Vec<bool> = get(row, at + 6)?;
     let ephemerals: Vec<bool> = get(row, at + 7)?;
     let states: Vec<String> = get(row, at + 8)?;
+    let mut approved: Vec<Option<String>> = get(row, at + 9)?;
+    let mut entry_decisions: Vec<Option<String>> = get(row, at + 10)?;
+    let delivered: Vec<Option<i64>> = get(row, at + 11)?;
     let n = seqs.len();
     let lens = [
         connectors.len(),
@@ -121,6 +153,9 @@ fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
         approvals.len(),
         ephemerals.len(),
         states.len(),
+        approved.len(),
+        entry_decisions.len(),
+        delivered.len(),
     ];
     if lens.iter().any(|&l| l != n) {
         return Err(StoreError::Decode("log columns of unequal length".into()));
@@ -139,10 +174,16 @@ fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
                 .map(|t| value(&t, &format!("seq {seq} result")))
                 .transpose()?,
             error: errors[i].take(),
+            approved_args: approved[i]
+                .take()
+                .map(|t| value(&t, &format!("seq {seq} approved args")))
+                .transpose()?,
+            decisions: decisions(entry_decisions[i].take(), &format!("seq {seq} decisions"))?,
             requires_approval: approvals[i],
             ephemeral: ephemerals[i],
             state: EntryState::parse(state)
                 .ok_or_else(|| StoreError::Decode(format!("unknown entry state {state:?}")))?,
+            delivered: delivered[i].map(seq_from_sql).transpose()?,
         });
     }
     Ok(out)

@@ -6,43 +6,18 @@
 //! waits for the row lock and then re-checks the `WHERE` against the committed row, so of
 //! two racing status changes exactly one matches.
 
-use crate::codec::{json, seq_to_sql};
+use crate::codec::{json, json_decision};
+use crate::entries::{upsert_entries, EntryArrays};
 use crate::error::Ctx;
-use codemode::{check_transition, Claim, Commit, ExecutionStatus, Lease, LogEntry, StoreError};
+use codemode::{check_transition, Claim, Commit, ExecutionStatus, Lease, StoreError};
 use deadpool_postgres::Client;
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 use tokio_postgres::types::ToSql;
 
-/// Upserts the entries given as arrays from `$first` on, if the CTE `cas` returned a row.
-pub(crate) fn upsert_entries(first: usize) -> String {
-    let p = |i: usize| format!("${}", first + i);
-    format!(
-        "INSERT INTO codemode_log_entries (runtime, execution_id, seq, connector, method, args,
-                                  result, error, requires_approval, ephemeral, state)
-    SELECT $1, $2, e.* FROM unnest({}::bigint[], {}::text[], {}::text[], {}::text[],
-                                  {}::text[], {}::text[], {}::boolean[], {}::boolean[],
-                                  {}::text[]) AS e
-    WHERE EXISTS (SELECT 1 FROM cas)
-    ON CONFLICT (runtime, execution_id, seq) DO UPDATE SET
-        connector = excluded.connector, method = excluded.method, args = excluded.args,
-        result = excluded.result, error = excluded.error,
-        requires_approval = excluded.requires_approval, ephemeral = excluded.ephemeral,
-        state = excluded.state",
-        p(0),
-        p(1),
-        p(2),
-        p(3),
-        p(4),
-        p(5),
-        p(6),
-        p(7),
-        p(8)
-    )
-}
-
-/// The status CAS (`$3` expected, `$9` the lease owner that must still hold, or NULL) and
-/// the entries, in one statement. `$10` clears the lease when leaving `running`.
+/// The status CAS (`$3` expected, `$9` the lease owner that must still hold, or NULL and
+/// then no lease may be live at `$8`, unless the change is a cancel, which takes the run
+/// from its pass) and the entries, in one statement. `$10` drops the lease (any status but
+/// `running`); `$11` is a decision to append to the execution's.
 /// `result`, `error` and `logs` left NULL keep their recorded values.
 fn transition_sql() -> String {
     format!(
@@ -54,15 +29,20 @@ fn transition_sql() -> String {
         logs = COALESCE($7::text, logs),
         updated_at = $8,
         lease_owner = CASE WHEN $10::boolean THEN NULL ELSE lease_owner END,
-        lease_until_ms = CASE WHEN $10::boolean THEN NULL ELSE lease_until_ms END
+        lease_until_ms = CASE WHEN $10::boolean THEN NULL ELSE lease_until_ms END,
+        decisions = CASE WHEN $11::text IS NULL THEN decisions
+                         ELSE (COALESCE(decisions, '[]')::jsonb
+                               || jsonb_build_array($11::text::jsonb))::text END
     WHERE runtime = $1 AND id = $2 AND status = $3
-      AND ($9::text IS NULL OR (status = 'running' AND lease_owner = $9::text))
+      AND (CASE WHEN $9::text IS NULL THEN lease_until_ms IS NULL OR lease_until_ms < $8
+                                       OR ($3 = 'running' AND $4 = 'cancelled')
+                ELSE lease_owner = $9::text END)
     RETURNING 1
 ), entries AS (
     {}
 )
 SELECT count(*) FROM cas",
-        upsert_entries(11)
+        upsert_entries(12)
     )
 }
 
@@ -73,7 +53,7 @@ fn entries_sql() -> String {
         "WITH cas AS (
     SELECT 1 FROM codemode_executions
     WHERE runtime = $1 AND id = $2
-      AND ($3::text IS NULL OR (status = 'running' AND lease_owner = $3::text))
+      AND ($3::text IS NULL OR lease_owner = $3::text)
     FOR SHARE
 ), entries AS (
     {}
@@ -94,7 +74,7 @@ static CLAIM: LazyLock<String> = LazyLock::new(|| {
     UPDATE codemode_executions
     SET status = 'running', lease_owner = $4, lease_until_ms = $5, updated_at = $6
     WHERE runtime = $1 AND id = $2 AND status = $3
-      AND (status <> 'running' OR lease_until_ms IS NULL OR lease_until_ms < $6)
+      AND (lease_until_ms IS NULL OR lease_until_ms < $6)
       AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(connectors::jsonb) AS c(name)
                       WHERE c.name <> ALL($7::text[]))
     RETURNING *
@@ -104,67 +84,20 @@ static CLAIM: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Log entries as column arrays, one element per entry (the last of a repeated seq wins).
-pub(crate) struct EntryArrays<'a> {
-    seqs: Vec<i64>,
-    connectors: Vec<&'a str>,
-    methods: Vec<&'a str>,
-    args: Vec<String>,
-    results: Vec<Option<String>>,
-    errors: Vec<Option<&'a str>>,
-    approvals: Vec<bool>,
-    ephemerals: Vec<bool>,
-    states: Vec<&'a str>,
-}
-
-impl<'a> EntryArrays<'a> {
-    /// Encodes `entries`.
-    pub fn new(entries: &'a [LogEntry]) -> Result<Self, StoreError> {
-        let mut by_seq: BTreeMap<u64, &LogEntry> = BTreeMap::new();
-        for e in entries {
-            by_seq.insert(e.seq, e);
-        }
-        let n = by_seq.len();
-        let mut a = EntryArrays {
-            seqs: Vec::with_capacity(n),
-            connectors: Vec::with_capacity(n),
-            methods: Vec::with_capacity(n),
-            args: Vec::with_capacity(n),
-            results: Vec::with_capacity(n),
-            errors: Vec::with_capacity(n),
-            approvals: Vec::with_capacity(n),
-            ephemerals: Vec::with_capacity(n),
-            states: Vec::with_capacity(n),
-        };
-        for e in by_seq.into_values() {
-            a.seqs.push(seq_to_sql(e.seq)?);
-            a.connectors.push(&e.connector);
-            a.methods.push(&e.method);
-            a.args.push(json(&e.args)?);
-            a.results.push(e.result.as_ref().map(json).transpose()?);
-            a.errors.push(e.error.as_deref());
-            a.approvals.push(e.requires_approval);
-            a.ephemerals.push(e.ephemeral);
-            a.states.push(e.state.as_str());
-        }
-        Ok(a)
-    }
-
-    /// The nine array parameters, in the order [`upsert_entries`] expects.
-    pub fn params(&self) -> [&(dyn ToSql + Sync); 9] {
-        [
-            &self.seqs,
-            &self.connectors,
-            &self.methods,
-            &self.args,
-            &self.results,
-            &self.errors,
-            &self.approvals,
-            &self.ephemerals,
-            &self.states,
-        ]
-    }
-}
+/// A decision's lease on an execution that is not running (its status stays), then the
+/// execution with its log as held.
+static HOLD: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH claimed AS (
+    UPDATE codemode_executions SET lease_owner = $4, lease_until_ms = $5
+    WHERE runtime = $1 AND id = $2 AND status = $3 AND status <> 'running'
+      AND (lease_until_ms IS NULL OR lease_until_ms < $6)
+    RETURNING *
+)
+{}",
+        crate::codec::executions_with_log("claimed")
+    )
+});
 
 /// Applies `commit` as one statement; false (nothing written) when the CAS did not hold.
 pub(crate) async fn commit(
@@ -185,10 +118,10 @@ pub(crate) async fn commit(
                 .as_deref()
                 .map(crate::codec::json_strings)
                 .transpose()?;
-            let leaves_running =
-                t.from == ExecutionStatus::Running && t.to != ExecutionStatus::Running;
+            let drops_lease = t.to != ExecutionStatus::Running;
             let (from, to) = (t.from.as_str(), t.to.as_str());
-            let head: [&(dyn ToSql + Sync); 10] = [
+            let decision = t.decision.as_ref().map(json_decision).transpose()?;
+            let head: [&(dyn ToSql + Sync); 11] = [
                 &runtime,
                 &id,
                 &from,
@@ -198,7 +131,8 @@ pub(crate) async fn commit(
                 &logs,
                 &t.at_ms,
                 &owner,
-                &leaves_running,
+                &drops_lease,
+                &decision,
             ];
             let params: Vec<&(dyn ToSql + Sync)> =
                 head.into_iter().chain(entries.params()).collect();
@@ -245,26 +179,75 @@ pub(crate) async fn claim(
     available: &[String],
 ) -> Result<Claim, StoreError> {
     check_transition(from, ExecutionStatus::Running)?;
+    let params: [&(dyn ToSql + Sync); 7] = [
+        &runtime,
+        &id,
+        &from.as_str(),
+        &lease.owner,
+        &lease.until_ms,
+        &now_ms,
+        &available,
+    ];
+    take_lease(
+        client,
+        loc,
+        &CLAIM,
+        "claiming an execution",
+        &params,
+        runtime,
+        id,
+    )
+    .await
+}
+
+/// Takes a decision's `lease` on an execution in `from` (not running) in one statement;
+/// refused while another lease is live. A refused hold reads the execution as it is.
+pub(crate) async fn hold(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+    from: ExecutionStatus,
+    lease: &Lease,
+    now_ms: i64,
+) -> Result<Claim, StoreError> {
+    let params: [&(dyn ToSql + Sync); 6] = [
+        &runtime,
+        &id,
+        &from.as_str(),
+        &lease.owner,
+        &lease.until_ms,
+        &now_ms,
+    ];
+    take_lease(
+        client,
+        loc,
+        &HOLD,
+        "holding an execution",
+        &params,
+        runtime,
+        id,
+    )
+    .await
+}
+
+/// Runs a claim or hold statement (`sql`, which returns the execution when it took the
+/// lease): `Won` with that execution, else the execution as it is (`Refused`) or `Unknown`.
+async fn take_lease(
+    client: &Client,
+    loc: &str,
+    sql: &str,
+    doing: &str,
+    params: &[&(dyn ToSql + Sync)],
+    runtime: &str,
+    id: &str,
+) -> Result<Claim, StoreError> {
     let stmt = client
-        .prepare_cached(&CLAIM)
+        .prepare_cached(sql)
         .await
-        .ctx(loc, "preparing a claim")?;
-    let claimed = client
-        .query_opt(
-            &stmt,
-            &[
-                &runtime,
-                &id,
-                &from.as_str(),
-                &lease.owner,
-                &lease.until_ms,
-                &now_ms,
-                &available,
-            ],
-        )
-        .await
-        .ctx(loc, "claiming an execution")?;
-    if let Some(row) = claimed {
+        .ctx(loc, "preparing a claim or hold")?;
+    let taken = client.query_opt(&stmt, params).await.ctx(loc, doing)?;
+    if let Some(row) = taken {
         return crate::codec::execution(&row).map(Claim::Won);
     }
     Ok(
@@ -273,4 +256,26 @@ pub(crate) async fn claim(
             None => Claim::Unknown,
         },
     )
+}
+
+/// Drops the lease `owner` holds on an execution that is not running.
+pub(crate) async fn release(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+    owner: &str,
+) -> Result<bool, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "UPDATE codemode_executions SET lease_owner = NULL, lease_until_ms = NULL
+             WHERE runtime = $1 AND id = $2 AND lease_owner = $3 AND status <> 'running'",
+        )
+        .await
+        .ctx(loc, "preparing a release")?;
+    let changed = client
+        .execute(&stmt, &[&runtime, &id, &owner])
+        .await
+        .ctx(loc, "releasing an execution")?;
+    Ok(changed == 1)
 }

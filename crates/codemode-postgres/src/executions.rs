@@ -1,9 +1,9 @@
 //! Executions: insert with retention, reads with their logs, delete, prune, stale, pending.
 
 use crate::codec::{self, get, json, json_strings, seq_from_sql, status, value};
-use crate::commit::{upsert_entries, EntryArrays};
+use crate::entries::{upsert_entries, EntryArrays};
 use crate::error::{map_error, Ctx};
-use codemode::{Execution, ExecutionStatus, Lease, PendingAction, StoreError};
+use codemode::{Deletion, Execution, ExecutionStatus, Lease, PendingAction, StoreError};
 use deadpool_postgres::Client;
 use std::sync::LazyLock;
 use tokio_postgres::types::ToSql;
@@ -12,10 +12,10 @@ use tokio_postgres::types::ToSql;
 fn prune_sql(keep: &str) -> String {
     format!(
         "DELETE FROM codemode_executions
-    WHERE status IN ('completed', 'error', 'rejected', 'rolled_back')
+    WHERE status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
       AND pk IN (SELECT pk FROM codemode_executions
                  WHERE runtime = $1
-                   AND status IN ('completed', 'error', 'rejected', 'rolled_back')
+                   AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
                  ORDER BY created_at DESC, pk DESC OFFSET {keep})
     RETURNING 1"
     )
@@ -28,8 +28,8 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
         "WITH cas AS (
     INSERT INTO codemode_executions (runtime, id, code, status, result, error, logs,
                                      connectors, created_at, updated_at, lease_owner,
-                                     lease_until_ms)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+                                     lease_until_ms, decisions)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14)
     RETURNING 1
 ), entries AS (
     {}
@@ -37,7 +37,7 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
     {}
 )
 SELECT count(*) FROM pruned",
-        upsert_entries(14),
+        upsert_entries(15),
         prune_sql("$13")
     )
 });
@@ -67,7 +67,8 @@ pub(crate) async fn insert(
     let keep = i64::try_from(keep).unwrap_or(i64::MAX);
     let entries = EntryArrays::new(&execution.log)?;
     let status = execution.status.as_str();
-    let head: [&(dyn ToSql + Sync); 13] = [
+    let decisions = codec::json_decisions(&execution.decisions)?;
+    let head: [&(dyn ToSql + Sync); 14] = [
         &runtime,
         &execution.id,
         &execution.code,
@@ -81,6 +82,7 @@ pub(crate) async fn insert(
         &owner,
         &until,
         &keep,
+        &decisions,
     ];
     let params: Vec<&(dyn ToSql + Sync)> = head.into_iter().chain(entries.params()).collect();
     let stmt = client
@@ -119,27 +121,44 @@ pub(crate) async fn prune(
     Ok(usize::try_from(get::<i64>(&row, 0)?).unwrap_or(0))
 }
 
-/// Deletes one execution and its log; returns its status if it existed.
+/// Deletes one terminal execution (its log by cascade) unless a lease live at `now_ms`
+/// holds it; a refused delete reads the status it found.
 pub(crate) async fn delete(
     client: &Client,
     loc: &str,
     runtime: &str,
     id: &str,
-) -> Result<Option<ExecutionStatus>, StoreError> {
+    now_ms: i64,
+) -> Result<Deletion, StoreError> {
     let stmt = client
         .prepare_cached(
-            "DELETE FROM codemode_executions WHERE runtime = $1 AND id = $2 RETURNING status",
+            "WITH gone AS (
+                DELETE FROM codemode_executions
+                WHERE runtime = $1 AND id = $2
+                  AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
+                  AND (lease_until_ms IS NULL OR lease_until_ms < $3)
+                RETURNING status
+             )
+             SELECT status, true FROM gone
+             UNION ALL
+             SELECT status, false FROM codemode_executions
+             WHERE runtime = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM gone)",
         )
         .await
         .ctx(loc, "preparing a delete")?;
     let row = client
-        .query_opt(&stmt, &[&runtime, &id])
+        .query_opt(&stmt, &[&runtime, &id, &now_ms])
         .await
         .ctx(loc, "deleting an execution")?;
-    match row {
-        Some(row) => status(&get::<String>(&row, 0)?).map(Some),
-        None => Ok(None),
-    }
+    let Some(row) = row else {
+        return Ok(Deletion::Unknown);
+    };
+    let found = status(&get::<String>(&row, 0)?)?;
+    Ok(if get::<bool>(&row, 1)? {
+        Deletion::Deleted(found)
+    } else {
+        Deletion::Refused(found)
+    })
 }
 
 static GET: LazyLock<String> = LazyLock::new(|| {

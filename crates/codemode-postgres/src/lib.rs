@@ -11,19 +11,23 @@
 //! Each [`Store`] method is one SQL statement, prepared once per connection: a `commit`
 //! (status CAS plus entry upserts), a `claim`, an insert with its retention prune, a read of
 //! an execution with its whole log (entries aggregated into arrays) each cost one round trip.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod codec;
 mod commit;
 mod connect;
+mod entries;
 mod error;
 mod executions;
+mod files;
 mod schema;
 pub mod scratch;
 mod snippets;
 
 use async_trait::async_trait;
 use codemode::{
-    Claim, Commit, Execution, ExecutionStatus, Lease, PendingAction, Snippet, Store, StoreError,
+    Claim, Commit, Deletion, Execution, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo,
+    Lease, PendingAction, Snippet, Store, StoreError, StoredFile, WorkspaceUsage,
 };
 use deadpool_postgres::{Client, Pool};
 
@@ -137,13 +141,31 @@ impl Store for PostgresStore {
         .await
     }
 
+    async fn hold(
+        &self,
+        runtime: &str,
+        id: &str,
+        from: ExecutionStatus,
+        lease: &Lease,
+        now_ms: i64,
+    ) -> Result<Claim, StoreError> {
+        let c = self.client().await?;
+        commit::hold(&c, &self.location, runtime, id, from, lease, now_ms).await
+    }
+
+    async fn release(&self, runtime: &str, id: &str, owner: &str) -> Result<bool, StoreError> {
+        let c = self.client().await?;
+        commit::release(&c, &self.location, runtime, id, owner).await
+    }
+
     async fn delete_execution(
         &self,
         runtime: &str,
         id: &str,
-    ) -> Result<Option<ExecutionStatus>, StoreError> {
+        now_ms: i64,
+    ) -> Result<Deletion, StoreError> {
         let c = self.client().await?;
-        executions::delete(&c, &self.location, runtime, id).await
+        executions::delete(&c, &self.location, runtime, id, now_ms).await
     }
 
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError> {
@@ -188,5 +210,39 @@ impl Store for PostgresStore {
     async fn delete_snippet(&self, runtime: &str, name: &str) -> Result<bool, StoreError> {
         let c = self.client().await?;
         snippets::delete(&c, &self.location, runtime, name).await
+    }
+
+    async fn change_file(&self, change: &FileChange) -> Result<FileChangeOutcome, StoreError> {
+        let mut c = self.client().await?;
+        files::change(&mut c, &self.location, change).await
+    }
+
+    async fn revert_file_change(
+        &self,
+        workspace: &str,
+        key: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut c = self.client().await?;
+        files::revert(&mut c, &self.location, workspace, key, at_ms).await
+    }
+
+    async fn read_file(
+        &self,
+        workspace: &str,
+        path: &str,
+    ) -> Result<Option<StoredFile>, StoreError> {
+        let c = self.client().await?;
+        files::read(&c, &self.location, workspace, path).await
+    }
+
+    async fn list_files(&self, workspace: &str, prefix: &str) -> Result<Vec<FileInfo>, StoreError> {
+        let c = self.client().await?;
+        files::list(&c, &self.location, workspace, prefix).await
+    }
+
+    async fn workspaces(&self) -> Result<Vec<WorkspaceUsage>, StoreError> {
+        let c = self.client().await?;
+        files::workspaces(&c, &self.location).await
     }
 }

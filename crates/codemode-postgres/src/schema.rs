@@ -5,7 +5,7 @@ use codemode::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes and reads (`codemode_schema_version.version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -69,6 +69,49 @@ CREATE TABLE codemode_snippets (
 const V2: &str = "
 CREATE INDEX codemode_executions_terminal ON codemode_executions (runtime, created_at, pk)
     WHERE status IN ('completed', 'error', 'rejected', 'rolled_back');
+";
+
+/// Version 3: the `cancelled` status, the decisions people made (on executions and entries,
+/// JSON arrays as text; NULL for none) and the arguments a person approved in place of the
+/// model's.
+const V3: &str = "
+ALTER TABLE codemode_executions DROP CONSTRAINT IF EXISTS codemode_executions_status_check;
+ALTER TABLE codemode_executions ADD CONSTRAINT codemode_executions_status_check CHECK (status IN
+    ('running', 'paused', 'completed', 'error', 'rejected', 'rolled_back', 'cancelled'));
+ALTER TABLE codemode_executions ADD COLUMN decisions TEXT;
+ALTER TABLE codemode_log_entries ADD COLUMN approved_args TEXT, ADD COLUMN decisions TEXT;
+DROP INDEX IF EXISTS codemode_executions_terminal;
+CREATE INDEX codemode_executions_terminal ON codemode_executions (runtime, created_at, pk)
+    WHERE status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled');
+";
+
+/// Version 4: each log entry's position in the order results reached the sandbox.
+const V4: &str = "
+ALTER TABLE codemode_log_entries ADD COLUMN delivered BIGINT;
+";
+
+/// Version 5: workspace files (text, keyed by workspace and normalised path) and the undo
+/// record of each keyed change: what the file held before, for a rollback to put back.
+const V5: &str = "
+CREATE TABLE codemode_workspace_files (
+    workspace  TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    size       BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (workspace, path)
+);
+CREATE TABLE codemode_workspace_changes (
+    workspace  TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    previous   TEXT,
+    existed    BOOLEAN NOT NULL,
+    size_after BIGINT,
+    reverted   BOOLEAN NOT NULL,
+    at_ms      BIGINT NOT NULL,
+    PRIMARY KEY (workspace, key)
+);
 ";
 
 const VERSION_TABLE: &str = "

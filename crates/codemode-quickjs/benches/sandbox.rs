@@ -67,6 +67,7 @@ fn request(code: &str) -> ExecuteRequest {
         namespaces: vec![Namespace {
             name: "tasks".into(),
             methods: vec!["get".into()],
+            ..Default::default()
         }],
     }
 }

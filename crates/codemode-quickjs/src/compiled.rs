@@ -6,12 +6,12 @@
 //! reach: loading bytecode trusts it, so it is never read from anywhere else.
 
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rquickjs::{qjs, Ctx, FromJs, Function, Value};
+use rquickjs::{Ctx, FromJs, Function};
 
 use crate::error::NormalizeError;
+use crate::ffi::{self, Bytecode};
 use crate::normalize::{normalize, Normalized};
 
 /// How many pieces of code the cache keeps (the least recently used goes first).
@@ -25,7 +25,7 @@ pub(crate) struct Prepared {
     /// The runnable script and its position mapping.
     pub normalized: Normalized,
     /// The compiled script, as QuickJS bytecode, once a pass has compiled it.
-    bytecode: OnceLock<Vec<u8>>,
+    bytecode: OnceLock<Bytecode>,
 }
 
 impl Prepared {
@@ -40,83 +40,18 @@ impl Prepared {
     /// bytecode when an earlier pass compiled it, else compiled now and the bytecode kept.
     /// On `Err` the exception is pending in `ctx`, as for `Ctx::eval`.
     pub fn evaluate<'js>(&self, ctx: &Ctx<'js>, file: &str) -> rquickjs::Result<Function<'js>> {
-        let raw = ctx.as_raw().as_ptr();
-        // SAFETY: `raw` is the live context of `ctx`. Every value made here is either consumed
-        // (`JS_EvalFunction` takes the function object) or freed before returning, and the
-        // result is handed to `Value::from_raw`, which owns it from then on. The bytecode
-        // loaded was written by `JS_WriteObject` in this process (see `compile`).
-        unsafe {
-            qjs::JS_UpdateStackTop(qjs::JS_GetRuntime(raw));
-            let function = match self.bytecode.get() {
-                Some(bytes) => qjs::JS_ReadObject(
-                    raw,
-                    bytes.as_ptr(),
-                    bytes.len() as _,
-                    qjs::JS_READ_OBJ_BYTECODE as i32,
-                ),
-                None => self.compile(raw, file)?,
-            };
-            if is_exception(function) {
-                return Err(rquickjs::Error::Exception);
+        let value = match self.bytecode.get() {
+            Some(bytecode) => ffi::run_bytecode(ctx, bytecode)?,
+            None => {
+                let mut compiled = ffi::compile(ctx, &self.normalized.source, file)?;
+                if let Some(bytecode) = compiled.bytecode.take() {
+                    let _ = self.bytecode.set(bytecode);
+                }
+                ffi::run_compiled(compiled)?
             }
-            let value = qjs::JS_EvalFunction(raw, function);
-            if is_exception(value) {
-                return Err(rquickjs::Error::Exception);
-            }
-            Function::from_js(ctx, Value::from_raw(ctx.clone(), value))
-        }
-    }
-
-    /// Compiles the script without running it, keeps its bytecode, and returns the
-    /// function object (or the exception value).
-    ///
-    /// # Safety
-    /// `raw` must be a live context, on the thread that runs it.
-    unsafe fn compile(
-        &self,
-        raw: *mut qjs::JSContext,
-        file: &str,
-    ) -> rquickjs::Result<qjs::JSValue> {
-        let source = CString::new(self.normalized.source.as_str())?;
-        let file = CString::new(file)?;
-        let flags =
-            qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
-        // SAFETY: the caller's contract; both strings outlive the call.
-        let function = unsafe {
-            qjs::JS_Eval(
-                raw,
-                source.as_ptr(),
-                self.normalized.source.len() as _,
-                file.as_ptr(),
-                flags as i32,
-            )
         };
-        if is_exception(function) {
-            return Ok(function);
-        }
-        let mut len: qjs::size_t = 0;
-        // SAFETY: `function` is a live value of this context; a non-null buffer of `len`
-        // bytes is ours to copy, then free with `js_free`.
-        unsafe {
-            let buffer =
-                qjs::JS_WriteObject(raw, &mut len, function, qjs::JS_WRITE_OBJ_BYTECODE as i32);
-            if !buffer.is_null() {
-                let bytes = std::slice::from_raw_parts(buffer, len as usize).to_vec();
-                qjs::js_free(raw, buffer.cast());
-                let _ = self.bytecode.set(bytes);
-            } else {
-                // Not kept (out of memory, say): the pass still runs from `function`, and the
-                // failed write's exception must not surface later.
-                qjs::JS_FreeValue(raw, qjs::JS_GetException(raw));
-            }
-        }
-        Ok(function)
+        Function::from_js(ctx, value)
     }
-}
-
-fn is_exception(value: qjs::JSValue) -> bool {
-    // SAFETY: reading a value's tag has no preconditions.
-    unsafe { qjs::JS_VALUE_GET_TAG(value) == qjs::JS_TAG_EXCEPTION }
 }
 
 struct Slot {

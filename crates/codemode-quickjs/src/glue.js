@@ -3,7 +3,7 @@
 // (then, when the connectors are known ahead, or by the pass). `bind`, called once by the
 // pass before the model's code, binds the host and the console sink.
 // The helpers it returns stay in this closure and are not reachable from the model's code.
-(function (b64encode, b64decode, sdkName) {
+(function (b64encode, b64decode, sdkName, maxLength) {
   "use strict";
   let host = null;
   let sink = null;
@@ -20,13 +20,201 @@
   const TypeErrorCtor = TypeError;
   const StringCtor = String;
   const BigIntCtor = BigInt;
+  const isWellFormed = String.prototype.isWellFormed;
+  const charCodeAt = String.prototype.charCodeAt;
+  const call = Function.prototype.call.bind(Function.prototype.call);
   const JSON_ONLY = "only JSON values (plus BigInt and Uint8Array) can be passed to the host or returned";
+
+  // Whether `text` is a BigInt's own decimal form ("0", "-12"), which it turns back into.
+  function canonicalBigInt(text) {
+    const start = text[0] === "-" ? 1 : 0;
+    if (text.length === start || (text[start] === "0" && text.length > 1)) return false;
+    for (let i = start; i < text.length; i++) {
+      const c = call(charCodeAt, text, i);
+      if (c < 48 || c > 57) return false;
+    }
+    return true;
+  }
+
+  // Built-ins that loop in C over an array-like's `length` never poll the interrupt, so a
+  // sparse array or `{length: 2**53 - 1}` would run past the time limit. No array within the
+  // memory limit is longer than `maxLength` (each element takes 16 bytes), so a longer length
+  // is refused with a RangeError before the loop starts; shorter ones run the built-in itself.
+  // The originals stay in this closure.
+  const apply = Reflect.apply;
+  const getPrototypeOf = Object.getPrototypeOf;
+  const concatSpreadable = Symbol.isConcatSpreadable;
+  const RangeErrorCtor = RangeError;
+  function lengthOf(o) {
+    const n = +o.length;
+    return n > 0 ? n : 0;
+  }
+  function refusal(owner, name, length) {
+    return new RangeErrorCtor(`${owner}.${name} over a length of ${length} was refused: the sandbox stops code only between steps, this one would loop ${length} times in one step, and no array that fits in the memory limit is longer than ${maxLength}. Loop over the indexes that exist (Object.keys) or use a shorter length.`);
+  }
+  function checkLength(owner, name, o) {
+    if (o === null || o === undefined) return 0;
+    const length = lengthOf(o);
+    if (length > maxLength) throw refusal(owner, name, length);
+    return length;
+  }
+  function spreadable(o) {
+    if (o === null || (typeof o !== "object" && typeof o !== "function")) return false;
+    const flag = o[concatSpreadable];
+    return flag !== undefined ? !!flag : isArray(o);
+  }
+  // The array-likes a flat of `depth` levels would loop over, checked before it starts.
+  function checkNested(name, o, depth) {
+    if (!(depth >= 1)) return;
+    const length = lengthOf(o);
+    for (let i = 0; i < length; i++) {
+      const item = o[i];
+      if (isArray(item)) {
+        checkLength("Array.prototype", name, item);
+        checkNested(name, item, depth - 1);
+      }
+    }
+  }
+  const NATIVE_SORT_LENGTH = 65536;
+  function defaultOrder(x, y) {
+    const a = `${x}`;
+    const b = `${y}`;
+    return a < b ? -1 : b < a ? 1 : 0;
+  }
+  function replace(owner, proto, name, check) {
+    const native = proto[name];
+    const wrapped = {
+      [name](...args) {
+        check(this, args);
+        return apply(native, this, args);
+      },
+    }[name];
+    defineProperty(wrapped, "length", { value: native.length, configurable: true });
+    defineProperty(proto, name, { value: wrapped, writable: true, enumerable: false, configurable: true });
+  }
+  // Stack frames handed to `Error.prepareStackTrace` give no functions (as V8 does for strict
+  // code, which all code here is): `getFunction` would hand out the glue's and the originals
+  // of the guarded built-ins.
+  {
+    let sites = null;
+    ErrorCtor.prepareStackTrace = (_, frames) => {
+      sites = frames;
+      return "";
+    };
+    void new ErrorCtor().stack;
+    ErrorCtor.prepareStackTrace = undefined;
+    if (sites !== null && sites.length > 0) {
+      const getFunction = { getFunction() { return undefined; } }.getFunction;
+      defineProperty(getPrototypeOf(sites[0]), "getFunction", { value: getFunction, writable: true, enumerable: false, configurable: true });
+    }
+  }
+  const ArrayProto = Array.prototype;
+  for (const name of ["reverse", "copyWithin", "fill", "splice", "shift", "unshift", "slice", "join", "toLocaleString", "toReversed", "toSpliced", "with"]) {
+    replace("Array.prototype", ArrayProto, name, (self) => checkLength("Array.prototype", name, self));
+  }
+  for (const name of ["sort", "toSorted"]) {
+    const native = ArrayProto[name];
+    const wrapped = {
+      [name](comparefn) {
+        const length = checkLength("Array.prototype", name, this);
+        // Past NATIVE_SORT_LENGTH, the default order is spelled in JavaScript, so that the
+        // comparisons poll the interrupt (shorter sorts take well under a second natively).
+        const long = comparefn === undefined && length > NATIVE_SORT_LENGTH;
+        return apply(native, this, [long ? defaultOrder : comparefn]);
+      },
+    }[name];
+    defineProperty(ArrayProto, name, { value: wrapped, writable: true, enumerable: false, configurable: true });
+  }
+  replace("Array.prototype", ArrayProto, "flat", (self, args) => {
+    checkLength("Array.prototype", "flat", self);
+    const depth = args[0] === undefined ? 1 : +args[0];
+    if (self !== null && self !== undefined) checkNested("flat", self, depth);
+  });
+  {
+    const native = ArrayProto.flatMap;
+    const wrapped = {
+      flatMap(callback, thisArg) {
+        checkLength("Array.prototype", "flatMap", this);
+        if (typeof callback !== "function") return apply(native, this, [callback, thisArg]);
+        return apply(native, this, [function (value, index, array) {
+          const mapped = apply(callback, thisArg, [value, index, array]);
+          if (isArray(mapped)) checkLength("Array.prototype", "flatMap", mapped);
+          return mapped;
+        }]);
+      },
+    }.flatMap;
+    defineProperty(wrapped, "length", { value: 1, configurable: true });
+    defineProperty(ArrayProto, "flatMap", { value: wrapped, writable: true, enumerable: false, configurable: true });
+  }
+  replace("Array.prototype", ArrayProto, "concat", (self, args) => {
+    if (spreadable(self)) checkLength("Array.prototype", "concat", self);
+    for (let i = 0; i < args.length; i++) {
+      if (spreadable(args[i])) checkLength("Array.prototype", "concat", args[i]);
+    }
+  });
+  // A typed array is real memory, but joining 32 MiB of it runs for seconds in C. Past
+  // TYPED_JOIN_CHUNK elements it is joined a chunk at a time, each chunk natively, so the loop
+  // between chunks polls the interrupt; the parts are joined once at the end.
+  {
+    const TYPED_JOIN_CHUNK = 128;
+    const TypedProto = getPrototypeOf(Uint8Array.prototype);
+    const nativeJoin = TypedProto.join;
+    const subarray = TypedProto.subarray;
+    const typedLength = Object.getOwnPropertyDescriptor(TypedProto, "length").get;
+    const joinParts = ArrayProto.join;
+    const wrapped = {
+      join(separator) {
+        const length = apply(typedLength, this, []);
+        if (length <= TYPED_JOIN_CHUNK) return apply(nativeJoin, this, [separator]);
+        const sep = separator === undefined ? "," : `${separator}`;
+        const parts = [];
+        for (let start = 0; start < length; start += TYPED_JOIN_CHUNK) {
+          const chunk = apply(subarray, this, [start, start + TYPED_JOIN_CHUNK]);
+          parts.push(apply(nativeJoin, chunk, [sep]));
+        }
+        return apply(joinParts, parts, [sep]);
+      },
+    }.join;
+    defineProperty(wrapped, "length", { value: 1, configurable: true });
+    defineProperty(TypedProto, "join", { value: wrapped, writable: true, enumerable: false, configurable: true });
+  }
+  replace("Array", Array, "from", (self, args) => {
+    const items = args[0];
+    if (items !== null && items !== undefined && items[Symbol.iterator] == null) {
+      checkLength("Array", "from", Object(items));
+    }
+  });
+  function checkJson(value) {
+    if (isArray(value) && lengthOf(value) > maxLength) throw refusal("JSON", "stringify", lengthOf(value));
+  }
+  {
+    const wrapped = {
+      stringify(value, replacer, space) {
+        if (isArray(replacer)) return stringify(value, replacer, space);
+        const user = typeof replacer === "function" ? replacer : null;
+        return stringify(value, function (key, item) {
+          const out = user === null ? item : apply(user, this, [key, item]);
+          if (typeof out === "object" && out !== null) checkJson(out);
+          return out;
+        }, space);
+      },
+    }.stringify;
+    defineProperty(wrapped, "length", { value: 3, configurable: true });
+    defineProperty(JSON, "stringify", { value: wrapped, writable: true, enumerable: false, configurable: true });
+  }
 
   function at(key) {
     return key === "" ? "" : ` (at key "${key}")`;
   }
+  function loneSurrogate(what, key) {
+    return new TypeErrorCtor(`${what}${at(key)} holds a lone UTF-16 surrogate (half of a character, often left by slicing a string through an emoji), which JSON text outside the sandbox cannot carry: call .toWellFormed() on the string, or slice with Array.from(text)`);
+  }
   function replacer(key, value) {
+    if (!call(isWellFormed, key)) throw loneSurrogate("a key", "");
     switch (typeof value) {
+      case "string":
+        if (!call(isWellFormed, value)) throw loneSurrogate("a string", key);
+        return value;
       case "bigint":
         return { $bigint: StringCtor(value) };
       case "function":
@@ -34,7 +222,9 @@
       case "symbol":
         throw new TypeErrorCtor(`a symbol${at(key)} cannot leave the sandbox: ${JSON_ONLY}`);
       case "object":
-        return value instanceof U8 ? { $bytes: b64encode(value) } : value;
+        if (value instanceof U8) return { $bytes: b64encode(value) };
+        if (value !== null) checkJson(value);
+        return value;
       default:
         return value;
     }
@@ -61,7 +251,7 @@
     if (names.length === 1) {
       const only = value[names[0]];
       if (names[0] === "$bigint" && typeof only === "string") {
-        try { return BigIntCtor(only); } catch (_) { return value; }
+        if (canonicalBigInt(only)) return BigIntCtor(only);
       }
       if (names[0] === "$bytes" && typeof only === "string") {
         const bytes = b64decode(only);
@@ -83,7 +273,10 @@
       case "bigint": return `${value}n`;
       case "function": return `[Function ${value.name || "anonymous"}]`;
       case "symbol": return value.toString();
-      case "object": return value instanceof U8 ? `Uint8Array(${value.length})` : value;
+      case "object":
+        if (value instanceof U8) return `Uint8Array(${value.length})`;
+        if (isArray(value) && lengthOf(value) > maxLength) return `[Array(${lengthOf(value)}), too long to show]`;
+        return value;
       default: return value;
     }
   }
@@ -128,8 +321,8 @@
     search(query) {
       return host(sdk.search, encode({ query }));
     },
-    describe(target) {
-      return host(sdk.describe, encode({ target }));
+    describe(target, options) {
+      return host(sdk.describe, encode(options === undefined ? { target } : { target, options }));
     },
     async step(name, fn) {
       if (typeof fn !== "function") {
@@ -149,18 +342,39 @@
       return decode(text);
     },
     run(name, input) {
-      return host(sdk.run, encode({ name, input: input === undefined ? null : input }));
+      // Inside a snippet the host rewrites `codemode.run(` to `codemode.run.call(chain, `,
+      // so `this` names the snippets running; the host refuses a snippet that runs itself.
+      const args = { name, input: input === undefined ? null : input };
+      if (isArray(this)) args.chain = this;
+      return host(sdk.run, encode(args));
     },
   });
 
+  // A positional method: its arguments become the input object here, so the host and the
+  // log see the object form; a wrong count names the signature.
+  function positional(path, id, params, required) {
+    let signature = "";
+    for (let i = 0; i < params.length; i++) signature += (i ? ", " : "") + params[i] + (i < required ? "" : "?");
+    return function (...args) {
+      if (args.length < required || args.length > params.length) {
+        const count = required === params.length ? `${required}` : `${required} to ${params.length}`;
+        throw new TypeErrorCtor(`${path}(${signature}) takes ${count} argument(s), got ${args.length}: pass the arguments in that order (those marked ? may be left out)`);
+      }
+      const input = {};
+      for (let i = 0; i < args.length; i++) {
+        if (args[i] !== undefined) defineProperty(input, params[i], { value: args[i], writable: true, enumerable: true, configurable: true });
+      }
+      return host(id, encode(input));
+    };
+  }
   function declare(spec) {
     for (const [name, methods] of spec) {
       const ns = {};
-      for (const [method, id] of methods) {
+      for (const [method, id, params, required] of methods) {
         defineProperty(ns, method, {
-          value: function (args) {
+          value: params === undefined ? function (args) {
             return host(id, encode(args === undefined ? {} : args));
-          },
+          } : positional(`${name}.${method}`, id, params, required),
           enumerable: true,
         });
       }

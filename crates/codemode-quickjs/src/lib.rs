@@ -6,12 +6,16 @@
 //! a global whose methods become [`codemode::HostCall`]s; `codemode` is the SDK; `console` is
 //! captured. Values cross the boundary as JSON, with an envelope for BigInt and bytes (see
 //! [`values`]). See the crate README for the limits.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 mod caller;
 mod compiled;
 pub mod error;
 mod executor;
 pub mod fences;
+#[allow(unsafe_code)]
+mod ffi;
+mod fresh;
 pub mod globals;
 mod memory;
 pub mod normalize;
@@ -21,6 +25,7 @@ mod pool;
 mod report;
 mod stack;
 mod stock;
+mod turns;
 pub mod values;
 
 pub use error::{NamespaceError, NormalizeError};

@@ -93,6 +93,17 @@ impl QuickJsOptions {
         self
     }
 
+    /// The longest array-like a built-in may loop over in one uninterruptible step: the most
+    /// elements (16 bytes each) an array within the memory limit can hold.
+    pub(crate) fn max_array_length(&self) -> u64 {
+        let memory = if self.memory_limit == 0 {
+            usize::MAX
+        } else {
+            self.memory_limit
+        };
+        ((memory / 16) as u64).clamp(1 << 16, (1 << 32) - 1)
+    }
+
     /// The native stack a pass needs: the JavaScript stack plus room for the engine and the
     /// host calls polled on the same thread.
     pub(crate) fn pass_stack_size(&self) -> usize {

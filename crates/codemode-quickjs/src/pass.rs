@@ -1,39 +1,32 @@
 //! One pass: a fresh runtime runs the model's code and answers its host calls.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::ffi::CString;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use codemode::{
-    ExecuteRequest, ExecuteResult, Host, HostCall, HostReply, Namespace, PassEnd, SDK_NAMESPACE,
-};
+use codemode::{ExecuteRequest, ExecuteResult, Host, HostCall, HostReply, PassEnd, SDK_NAMESPACE};
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use rquickjs::context::EvalOptions;
 use rquickjs::promise::PromiseState;
-use rquickjs::{
-    qjs, Context, Ctx, Exception, FromJs, Function, Object, Promise, Runtime, TypedArray, Value,
-};
+use rquickjs::{Ctx, Exception, Function, Object, Promise, Value};
 
 use crate::caller::CallerThread;
 use crate::compiled::{CodeCache, Prepared};
-use crate::memory::{CountingAllocator, MemoryGauge};
+use crate::ffi;
+use crate::fresh::{namespace_spec, Fresh, GLUE_KEY};
 use crate::normalize::{Normalized, CODE_FILE};
 use crate::options::QuickJsOptions;
 use crate::report::{describe, SNIPPET_FILE};
-use crate::values::{decode_bytes, encode_bytes, may_hold_envelope};
+use crate::turns::{Turn, Turns};
+use crate::values::{may_hold_envelope, parse_sandbox_json};
 
-const GLUE: &str = include_str!("glue.js");
-/// The file name of the glue script in stack traces.
-const GLUE_FILE: &str = "sandbox.js";
-/// Where a fresh context keeps the compiled glue until the pass takes it (before any model code).
-const GLUE_KEY: &str = "__codemode_glue";
 /// The SDK methods, in the order their call ids follow the connector methods.
 const SDK_METHODS: [&str; 6] = [
     "search",
@@ -43,189 +36,6 @@ const SDK_METHODS: [&str; 6] = [
     "step_error",
     "run",
 ];
-
-/// A runtime and context made ahead of time; used for one pass, then dropped.
-pub(crate) struct Fresh {
-    runtime: Runtime,
-    context: Context,
-    memory: MemoryGauge,
-    /// The connector namespaces already installed, if any.
-    declared: Option<Arc<Vec<Namespace>>>,
-}
-
-impl Fresh {
-    /// Creates a runtime with the limits of `options`, a context with the standard built-ins,
-    /// and the glue script run from its bytecode, with `console`, the SDK and `namespaces`
-    /// (already checked) installed. The pass binds the host before the model's code, and
-    /// installs the namespaces itself if they were not known here.
-    pub(crate) fn new(
-        options: &QuickJsOptions,
-        namespaces: Option<Arc<Vec<Namespace>>>,
-    ) -> rquickjs::Result<Fresh> {
-        let memory = MemoryGauge::default();
-        let limit = options.memory_limit;
-        let runtime = Runtime::new_with_alloc(CountingAllocator::new(memory.clone(), limit))?;
-        // The allocator enforces `limit`; QuickJS's own check, a little higher, is a backstop.
-        runtime.set_memory_limit(limit.saturating_add(limit / 8));
-        runtime.set_max_stack_size(options.max_stack_size);
-        let context = Context::full(&runtime)?;
-        context.with(|ctx| -> rquickjs::Result<()> {
-            let glue = match glue_bytecode() {
-                Some(bytes) => load_glue(&ctx, bytes)?,
-                None => ctx.eval_with_options(GLUE, script_options(GLUE_FILE))?,
-            };
-            let (b64encode, b64decode) = base64_functions(&ctx)?;
-            // `console` and the SDK are installed now, off the pass's path; the helpers wait
-            // in a global that the pass removes before any model code runs.
-            let helpers: Object = glue.call((b64encode, b64decode, SDK_NAMESPACE))?;
-            if let Some(namespaces) = &namespaces {
-                let declare: Function = helpers.get("declare")?;
-                declare.call::<_, ()>((namespace_spec(&ctx, namespaces)?,))?;
-            }
-            ctx.globals().set(GLUE_KEY, helpers)
-        })?;
-        Ok(Fresh {
-            runtime,
-            context,
-            memory,
-            declared: namespaces,
-        })
-    }
-
-    /// Whether a pass over `namespaces` can use this runtime: it has none installed, or
-    /// exactly that set (the same allocation, so the check costs no comparison).
-    pub(crate) fn prepared_for(&self, namespaces: Option<&Arc<Vec<Namespace>>>) -> bool {
-        match (&self.declared, namespaces) {
-            (None, _) => true,
-            (Some(declared), Some(n)) => Arc::ptr_eq(declared, n),
-            (Some(_), None) => false,
-        }
-    }
-}
-
-/// The namespaces as the glue's `declare` takes them: `[[name, [[method, callId], …]], …]`,
-/// with call ids numbered across all namespaces in order.
-fn namespace_spec<'js>(
-    ctx: &Ctx<'js>,
-    namespaces: &[Namespace],
-) -> rquickjs::Result<rquickjs::Array<'js>> {
-    let spec = rquickjs::Array::new(ctx.clone())?;
-    let mut id = 0usize;
-    for (i, ns) in namespaces.iter().enumerate() {
-        let methods = rquickjs::Array::new(ctx.clone())?;
-        for (j, m) in ns.methods.iter().enumerate() {
-            let pair = rquickjs::Array::new(ctx.clone())?;
-            pair.set(0, m.as_str())?;
-            pair.set(1, id)?;
-            methods.set(j, pair)?;
-            id += 1;
-        }
-        let entry = rquickjs::Array::new(ctx.clone())?;
-        entry.set(0, ns.name.as_str())?;
-        entry.set(1, methods)?;
-        spec.set(i, entry)?;
-    }
-    Ok(spec)
-}
-
-/// The base64 functions the glue uses for `Uint8Array` envelopes.
-fn base64_functions<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<(Function<'js>, Function<'js>)> {
-    let b64encode = Function::new(ctx.clone(), |bytes: TypedArray<'js, u8>| {
-        // SAFETY: the slice is copied before any JavaScript runs again.
-        let text = unsafe { bytes.as_bytes() }.map(encode_bytes);
-        text.unwrap_or_default()
-    })?;
-    let b64decode = Function::new(
-        ctx.clone(),
-        |ctx: Ctx<'js>, text: String| -> rquickjs::Result<Value<'js>> {
-            match decode_bytes(&text) {
-                Some(bytes) => Ok(TypedArray::<u8>::new(ctx, bytes)?.into_value()),
-                None => Ok(Value::new_null(ctx)),
-            }
-        },
-    )?;
-    Ok((b64encode, b64decode))
-}
-
-/// The glue script compiled to QuickJS bytecode, once per process: loading it in a fresh
-/// context costs a fraction of compiling it there. `None` if compiling failed, in which case
-/// every context compiles the source (and reports the error).
-fn glue_bytecode() -> Option<&'static [u8]> {
-    static BYTECODE: OnceLock<Option<Vec<u8>>> = OnceLock::new();
-    BYTECODE.get_or_init(compile_glue).as_deref()
-}
-
-fn compile_glue() -> Option<Vec<u8>> {
-    let runtime = Runtime::new().ok()?;
-    let context = Context::full(&runtime).ok()?;
-    let source = CString::new(GLUE).ok()?;
-    let file = CString::new(GLUE_FILE).ok()?;
-    context.with(|ctx| {
-        let raw = ctx.as_raw().as_ptr();
-        let flags =
-            qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_STRICT | qjs::JS_EVAL_FLAG_COMPILE_ONLY;
-        // SAFETY: `source` is NUL-terminated and outlives the call; the compiled function is
-        // owned by `compiled`, which frees it.
-        let compiled = unsafe {
-            Value::from_raw(
-                ctx.clone(),
-                qjs::JS_Eval(
-                    raw,
-                    source.as_ptr(),
-                    GLUE.len() as _,
-                    file.as_ptr(),
-                    flags as i32,
-                ),
-            )
-        };
-        if compiled.is_exception() {
-            let _ = ctx.catch();
-            return None;
-        }
-        let mut len: qjs::size_t = 0;
-        // SAFETY: `compiled` is a live value of this context; the buffer is copied, then freed
-        // with the context's allocator.
-        unsafe {
-            let buf = qjs::JS_WriteObject(
-                raw,
-                &mut len,
-                compiled.as_raw(),
-                qjs::JS_WRITE_OBJ_BYTECODE as i32,
-            );
-            if buf.is_null() {
-                let _ = ctx.catch();
-                return None;
-            }
-            let bytes = std::slice::from_raw_parts(buf, len as usize).to_vec();
-            qjs::js_free(raw, buf.cast());
-            Some(bytes)
-        }
-    })
-}
-
-/// Runs the compiled glue script in `ctx`; its value is the glue function.
-fn load_glue<'js>(ctx: &Ctx<'js>, bytes: &[u8]) -> rquickjs::Result<Function<'js>> {
-    let raw = ctx.as_raw().as_ptr();
-    // SAFETY: `bytes` was written by `JS_WriteObject` of this QuickJS build in this process;
-    // `JS_ReadObject` copies what it needs, and `JS_EvalFunction` takes ownership of the
-    // function it returns.
-    let value = unsafe {
-        let function = qjs::JS_ReadObject(
-            raw,
-            bytes.as_ptr(),
-            bytes.len() as _,
-            qjs::JS_READ_OBJ_BYTECODE as i32,
-        );
-        if qjs::JS_IsException(function) {
-            return Err(rquickjs::Error::Exception);
-        }
-        Value::from_raw(ctx.clone(), qjs::JS_EvalFunction(raw, function))
-    };
-    if value.is_exception() {
-        return Err(rquickjs::Error::Exception);
-    }
-    Function::from_js(ctx, value)
-}
 
 /// One pass to run, as handed to a sandbox thread.
 pub(crate) struct PassJob {
@@ -282,13 +92,31 @@ impl StopFlag {
 
 type Reply = (u64, HostReply);
 
+/// A host call's future, made when the sandbox makes the call (so the host sees every call
+/// the moment it is made).
+struct HostFuture {
+    id: u64,
+    future: BoxFuture<'static, HostReply>,
+}
+
+impl Future for HostFuture {
+    type Output = Reply;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Reply> {
+        let id = self.id;
+        self.future.as_mut().poll(cx).map(|reply| (id, reply))
+    }
+}
+
 /// What the JavaScript-facing functions share with the driver.
 struct PassState<'js> {
     host: Arc<dyn Host>,
     calls: Vec<(String, String)>,
     next_id: Cell<u64>,
     resolvers: RefCell<HashMap<u64, (Function<'js>, Function<'js>)>>,
-    in_flight: RefCell<FuturesUnordered<BoxFuture<'static, Reply>>>,
+    /// Calls made and not yet polled, in the order the code made them.
+    fresh: RefCell<VecDeque<HostFuture>>,
+    in_flight: RefCell<FuturesUnordered<HostFuture>>,
     logs: RefCell<Vec<String>>,
     log_bytes: Cell<usize>,
     stop: Arc<StopFlag>,
@@ -298,11 +126,7 @@ struct PassState<'js> {
 /// Throws an error that no `catch` or `finally` in the sandbox can observe.
 fn throw_uncatchable(ctx: &Ctx<'_>, message: &str) -> rquickjs::Error {
     match Exception::from_message(ctx.clone(), message) {
-        Ok(error) => {
-            // SAFETY: the context and the value belong to the same live runtime.
-            unsafe { rquickjs::qjs::JS_SetUncatchableError(ctx.as_raw().as_ptr(), error.as_raw()) };
-            error.throw()
-        }
+        Ok(error) => ffi::throw_uncatchable(ctx, error),
         Err(e) => e,
     }
 }
@@ -315,8 +139,8 @@ impl<'js> PassState<'js> {
         let Some((namespace, method)) = self.calls.get(id) else {
             return Err(Exception::throw_type(&ctx, "unknown host call"));
         };
-        let args: serde_json::Value = serde_json::from_str(&args)
-            .map_err(|e| Exception::throw_type(&ctx, &format!("arguments are not JSON: {e}")))?;
+        let args = parse_sandbox_json(&args, "the arguments")
+            .map_err(|message| Exception::throw_type(&ctx, &message))?;
         let call = HostCall {
             namespace: namespace.clone(),
             method: method.clone(),
@@ -325,11 +149,10 @@ impl<'js> PassState<'js> {
         let (promise, resolve, reject) = ctx.promise()?;
         let call_id = self.next_id.get();
         self.next_id.set(call_id + 1);
-        let host = self.host.clone();
-        self.in_flight.borrow_mut().push(Box::pin(async move {
-            let reply = host.call(call).await;
-            (call_id, reply)
-        }));
+        self.fresh.borrow_mut().push_back(HostFuture {
+            id: call_id,
+            future: self.host.clone().call_shared(call),
+        });
         self.resolvers
             .borrow_mut()
             .insert(call_id, (resolve, reject));
@@ -387,10 +210,7 @@ enum Waited {
 }
 
 /// A host reply that is ready now, without waiting.
-fn poll_reply(
-    in_flight: &RefCell<FuturesUnordered<BoxFuture<'static, Reply>>>,
-    waker: &Waker,
-) -> Option<Reply> {
+fn poll_reply(in_flight: &RefCell<FuturesUnordered<HostFuture>>, waker: &Waker) -> Option<Reply> {
     let mut cx = TaskContext::from_waker(waker);
     match in_flight.borrow_mut().poll_next_unpin(&mut cx) {
         Poll::Ready(reply) => reply,
@@ -399,7 +219,7 @@ fn poll_reply(
 }
 
 fn wait_for_reply(
-    in_flight: &RefCell<FuturesUnordered<BoxFuture<'static, Reply>>>,
+    in_flight: &RefCell<FuturesUnordered<HostFuture>>,
     waker: &Waker,
     deadline: Instant,
     cancel: &AtomicBool,
@@ -446,7 +266,9 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
     };
     let deadline = Instant::now() + options.wall_time;
     let stop = Arc::new(StopFlag::default());
+    let turn = Turn::new(Turns::shared(), !inline);
     {
+        let turn = turn.clone();
         let stop = stop.clone();
         let cancel = cancel.clone();
         let memory = fresh.memory.clone();
@@ -470,6 +292,21 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
             if let Some(caller) = &caller {
                 caller.tick();
             }
+            let should_stop = || cancel.load(Ordering::Relaxed) || memory.exhausted();
+            let wait = |take: &dyn Fn() -> bool| match &caller {
+                Some(caller) => caller.blocking(take),
+                None => take(),
+            };
+            if !turn.tick(deadline, &should_stop, &wait) {
+                stop.set(if cancel.load(Ordering::Relaxed) {
+                    Stop::Cancelled
+                } else if memory.exhausted() {
+                    Stop::Memory
+                } else {
+                    Stop::Deadline
+                });
+                return true;
+            }
             false
         })));
     }
@@ -484,8 +321,10 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
         deadline,
         cancel: &cancel,
         stop: &stop,
+        turn: &turn,
     };
     let result = fresh.context.with(|ctx| driver.run(ctx, host));
+    turn.finish();
     // Anything the model's code left queued never runs: the runtime is only freed from here on.
     fresh.runtime.set_interrupt_handler(Some(Box::new(|| true)));
     (result, fresh)
@@ -507,6 +346,8 @@ struct Driver<'a> {
     deadline: Instant,
     cancel: &'a AtomicBool,
     stop: &'a Arc<StopFlag>,
+    /// The pass's claim on a turn to run long JavaScript.
+    turn: &'a Turn,
 }
 
 /// The functions the glue script hands back.
@@ -533,6 +374,7 @@ impl Driver<'_> {
             calls,
             next_id: Cell::new(0),
             resolvers: RefCell::new(HashMap::new()),
+            fresh: RefCell::new(VecDeque::new()),
             in_flight: RefCell::new(FuturesUnordered::new()),
             logs: RefCell::new(Vec::new()),
             log_bytes: Cell::new(0),
@@ -544,6 +386,7 @@ impl Driver<'_> {
             Err(e) => PassEnd::Failed(format!("the sandbox could not start: {e}")),
         };
         state.resolvers.borrow_mut().clear();
+        state.fresh.borrow_mut().clear();
         state.in_flight.borrow_mut().clear();
         let logs = std::mem::take(&mut *state.logs.borrow_mut());
         ExecuteResult { end, logs }
@@ -665,20 +508,47 @@ impl Driver<'_> {
             }
         };
         let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
+        // Replies reach the sandbox one at a time, each once every job the one before caused
+        // has run, in the order their futures finish (the host orders them; see
+        // `codemode::Host`). A call is polled first in the order the code made it.
+        let mut returned: Option<PassEnd> = None;
         loop {
             while self.stop.get() == Stop::Running && ctx.execute_pending_job() {}
             if let Some(end) = self.stopped() {
                 return end;
             }
-            match main.state() {
-                PromiseState::Resolved => return self.result(ctx, &main, helpers),
-                PromiseState::Rejected => {
-                    let _ = main.result::<Value>();
-                    return PassEnd::Failed(self.caught(ctx, helpers, &self.prepared.normalized));
+            if returned.is_none() {
+                match main.state() {
+                    // The value is taken now; calls the code did not await still run.
+                    PromiseState::Resolved => returned = Some(self.result(ctx, &main, helpers)),
+                    PromiseState::Rejected => {
+                        let _ = main.result::<Value>();
+                        return PassEnd::Failed(self.caught(
+                            ctx,
+                            helpers,
+                            &self.prepared.normalized,
+                        ));
+                    }
+                    PromiseState::Pending => {}
                 }
-                PromiseState::Pending => {}
+            }
+            let next = state.fresh.borrow_mut().pop_front();
+            if let Some(mut future) = next {
+                let mut cx = TaskContext::from_waker(&waker);
+                match Pin::new(&mut future).poll(&mut cx) {
+                    Poll::Ready((id, reply)) => {
+                        if let Err(end) = self.settle(ctx, state, helpers, id, reply) {
+                            return end;
+                        }
+                    }
+                    Poll::Pending => state.in_flight.borrow_mut().push(future),
+                }
+                continue;
             }
             if state.in_flight.borrow().is_empty() {
+                if let Some(end) = returned {
+                    return end;
+                }
                 return PassEnd::Failed(
                     "The code is waiting for a promise that nothing will ever settle (no host call is in flight; there are no timers in the sandbox). Await only connector and codemode calls, or promises built from them.".to_string(),
                 );
@@ -688,10 +558,13 @@ impl Driver<'_> {
                 None => {
                     let wait =
                         || wait_for_reply(&state.in_flight, &waker, self.deadline, self.cancel);
-                    match self.caller {
+                    self.turn.pause();
+                    let waited = match self.caller {
                         Some(caller) => caller.blocking(wait),
                         None => wait(),
-                    }
+                    };
+                    self.turn.resume();
+                    waited
                 }
             };
             match waited {
@@ -718,9 +591,9 @@ impl Driver<'_> {
             _ => return PassEnd::Failed(self.caught(ctx, helpers, &self.prepared.normalized)),
         };
         match helpers.encode.call::<_, String>((value,)) {
-            Ok(text) => match serde_json::from_str(&text) {
+            Ok(text) => match parse_sandbox_json(&text, "The result") {
                 Ok(json) => PassEnd::Returned(json),
-                Err(e) => PassEnd::Failed(format!("the result is not valid JSON: {e}")),
+                Err(message) => PassEnd::Failed(message),
             },
             Err(_) => {
                 if let Some(end) = self.stopped() {
@@ -811,12 +684,4 @@ impl Driver<'_> {
             Ok(parsed)
         }
     }
-}
-
-fn script_options(file: &str) -> EvalOptions {
-    let mut options = EvalOptions::default();
-    options.global = true;
-    options.strict = true;
-    options.filename = Some(file.to_string());
-    options
 }

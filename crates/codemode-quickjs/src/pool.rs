@@ -83,19 +83,8 @@ impl Pool {
             return;
         }
         state.threads += 1;
-        let id = state.next_id;
-        state.next_id += 1;
         drop(state);
-        let pool_state = self.state.clone();
-        let stock = self.stock.clone();
-        let options = self.options.clone();
-        let spawned = thread::Builder::new()
-            .name(format!("codemode-sandbox-{id}"))
-            .stack_size(options.thread_stack_size())
-            .spawn(move || worker_loop(id, task, pool_state, stock, options));
-        if spawned.is_err() {
-            lock(&self.state).threads -= 1;
-        }
+        spawn_worker(task, &self.state, &self.stock, &self.options);
     }
 
     /// Runs a pass on the calling thread.
@@ -134,6 +123,31 @@ fn run(task: Task, options: &QuickJsOptions, stock: &Stock) {
     }
 }
 
+/// Starts a sandbox thread whose first pass is `task`; the caller has counted it in the
+/// pool's threads already.
+fn spawn_worker(
+    task: Task,
+    state: &Arc<Mutex<PoolState>>,
+    stock: &Arc<Stock>,
+    options: &Arc<QuickJsOptions>,
+) {
+    let id = {
+        let mut guard = lock(state);
+        guard.next_id += 1;
+        guard.next_id - 1
+    };
+    let pool_state = state.clone();
+    let stock = stock.clone();
+    let options = options.clone();
+    let spawned = thread::Builder::new()
+        .name(format!("codemode-sandbox-{id}"))
+        .stack_size(options.thread_stack_size())
+        .spawn(move || worker_loop(id, task, pool_state, stock, options));
+    if spawned.is_err() {
+        lock(state).threads -= 1;
+    }
+}
+
 fn worker_loop(
     id: u64,
     first: Task,
@@ -146,6 +160,19 @@ fn worker_loop(
     loop {
         if let Some(task) = next.take() {
             run(task, &options, &stock);
+        }
+        if crate::turns::thread_spent() {
+            // Its priority stayed lowered after a long pass: a new thread takes its place.
+            let mut guard = lock(&state);
+            let queued = guard.queue.pop_front();
+            if queued.is_none() {
+                guard.threads -= 1;
+            }
+            drop(guard);
+            if let Some(task) = queued {
+                spawn_worker(task, &state, &stock, &options);
+            }
+            break;
         }
         {
             let mut guard = lock(&state);

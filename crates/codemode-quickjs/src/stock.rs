@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use codemode::Namespace;
 
+use crate::fresh::Fresh;
 use crate::globals::check_namespaces;
 use crate::options::QuickJsOptions;
-use crate::pass::Fresh;
 
 /// How many fresh runtimes the stock keeps ready.
 const READY_TARGET: usize = 4;
@@ -117,7 +117,7 @@ impl Stock {
     }
 
     fn tend(&self, options: &QuickJsOptions) {
-        lower_priority();
+        crate::ffi::lower_priority();
         loop {
             let chore = {
                 let mut shelves = self.shelves();
@@ -171,15 +171,3 @@ enum Chore {
     /// Make a runtime with these namespaces installed.
     Make(Option<Arc<Vec<Namespace>>>),
 }
-
-/// Moves the calling thread to the idle scheduling class: it runs only when a CPU has
-/// nothing else to do.
-#[cfg(target_os = "linux")]
-fn lower_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: plain system call on the calling thread with a valid parameter block.
-    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-}
-
-#[cfg(not(target_os = "linux"))]
-fn lower_priority() {}

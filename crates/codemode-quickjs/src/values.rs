@@ -15,6 +15,24 @@ pub const BIGINT_KEY: &str = "$bigint";
 /// The key of the binary envelope.
 pub const BYTES_KEY: &str = "$bytes";
 
+/// The deepest nesting of arrays and objects a value may have to leave the sandbox (the JSON
+/// parser's limit: 128 opening brackets are refused).
+pub const MAX_DEPTH: usize = 127;
+
+/// Parses JSON text that the sandbox wrote; `what` names the value in the error ("the
+/// result", "the arguments"), which says what was wrong and how to fix it.
+pub fn parse_sandbox_json(text: &str, what: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|e| {
+        if e.to_string().starts_with("recursion limit exceeded") {
+            format!(
+                "{what} is nested more than {MAX_DEPTH} levels deep (arrays and objects inside each other); flatten it, or pass the deep part as a JSON string"
+            )
+        } else {
+            format!("{what} is not valid JSON ({e}); pass only JSON values, BigInt and Uint8Array")
+        }
+    })
+}
+
 /// Encodes bytes as the payload of a `$bytes` envelope.
 pub fn encode_bytes(bytes: &[u8]) -> String {
     STANDARD.encode(bytes)
@@ -40,6 +58,14 @@ mod tests {
         assert_eq!(text, "AAEC/w==");
         assert_eq!(decode_bytes(&text), Some(vec![0, 1, 2, 255]));
         assert_eq!(decode_bytes("not base64!"), None);
+    }
+
+    #[test]
+    fn too_deep_json_gets_a_clear_error() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse_sandbox_json(&deep(MAX_DEPTH), "the result").is_ok());
+        let message = parse_sandbox_json(&deep(MAX_DEPTH + 1), "the result").unwrap_err();
+        assert!(message.contains("nested more than 127 levels"), "{message}");
     }
 
     #[test]

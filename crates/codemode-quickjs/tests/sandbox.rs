@@ -334,6 +334,7 @@ async fn namespaces_that_cannot_be_globals_are_refused() {
             namespaces: vec![codemode::Namespace {
                 name: name.into(),
                 methods: vec!["m".into()],
+                ..Default::default()
             }],
         };
         let result = executor.execute(request, TestHost::echo()).await;

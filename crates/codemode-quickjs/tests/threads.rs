@@ -87,6 +87,7 @@ fn request(code: &str, namespaces: &[(&str, &[&str])]) -> ExecuteRequest {
             .map(|(name, methods)| Namespace {
                 name: name.to_string(),
                 methods: methods.iter().map(|m| m.to_string()).collect(),
+                ..Default::default()
             })
             .collect(),
     }

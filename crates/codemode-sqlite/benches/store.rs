@@ -161,6 +161,7 @@ fn execution(id: &str) -> Execution {
         connectors: vec!["github".into()],
         created_at: 1,
         updated_at: 1,
+        decisions: Vec::new(),
     }
 }
 
@@ -175,6 +176,9 @@ fn entry(seq: u64) -> LogEntry {
         requires_approval: false,
         ephemeral: false,
         state: EntryState::Applied,
+        approved_args: None,
+        decisions: Vec::new(),
+        delivered: None,
     }
 }
 

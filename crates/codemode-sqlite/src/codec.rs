@@ -1,6 +1,6 @@
 //! Error mapping, and the conversion between rows and the core's records.
 
-use codemode::{EntryState, Execution, ExecutionStatus, LogEntry, StoreError};
+use codemode::{Decision, EntryState, Execution, ExecutionStatus, LogEntry, StoreError};
 use rusqlite::{ErrorCode, Row};
 use serde_json::Value;
 
@@ -42,6 +42,30 @@ pub(crate) fn json_strings(values: &[String]) -> Result<String, StoreError> {
     serde_json::to_string(values).map_err(|e| StoreError::Backend(format!("encoding JSON: {e}")))
 }
 
+/// JSON text of a list of decisions; `None` (NULL) for none.
+pub(crate) fn json_decisions(decisions: &[Decision]) -> Result<Option<String>, StoreError> {
+    if decisions.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(decisions)
+        .map(Some)
+        .map_err(|e| StoreError::Backend(format!("encoding JSON: {e}")))
+}
+
+/// JSON text of one decision.
+pub(crate) fn json_decision(decision: &Decision) -> Result<String, StoreError> {
+    serde_json::to_string(decision).map_err(|e| StoreError::Backend(format!("encoding JSON: {e}")))
+}
+
+fn decisions(text: Option<&str>, what: &str) -> Result<Vec<Decision>, StoreError> {
+    match text {
+        None => Ok(Vec::new()),
+        Some(text) => {
+            serde_json::from_str(text).map_err(|e| StoreError::Decode(format!("{what}: {e}")))
+        }
+    }
+}
+
 fn value(text: &str, what: &str) -> Result<Value, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Decode(format!("{what}: {e}")))
 }
@@ -57,7 +81,7 @@ pub(crate) fn seq_to_sql(seq: u64) -> Result<i64, StoreError> {
 
 /// The columns [`RawExecution::read`] expects, in order.
 pub(crate) const EXECUTION_COLUMNS: &str =
-    "id, code, status, result, error, logs, connectors, created_at, updated_at";
+    "id, code, status, result, error, logs, connectors, created_at, updated_at, decisions";
 
 /// An execution row as read, before JSON and status decoding.
 pub(crate) struct RawExecution {
@@ -70,6 +94,7 @@ pub(crate) struct RawExecution {
     connectors: String,
     created_at: i64,
     updated_at: i64,
+    decisions: Option<String>,
 }
 
 impl RawExecution {
@@ -85,6 +110,7 @@ impl RawExecution {
             connectors: row.get(at + 6)?,
             created_at: row.get(at + 7)?,
             updated_at: row.get(at + 8)?,
+            decisions: row.get(at + 9)?,
         })
     }
 
@@ -100,6 +126,7 @@ impl RawExecution {
             },
             logs: strings(&self.logs, &what("logs"))?,
             connectors: strings(&self.connectors, &what("connectors"))?,
+            decisions: decisions(self.decisions.as_deref(), &what("decisions"))?,
             code: self.code,
             error: self.error,
             created_at: self.created_at,
@@ -117,7 +144,7 @@ pub(crate) fn status(text: &str) -> Result<ExecutionStatus, StoreError> {
 
 /// The columns [`RawEntry::read`] expects, in order.
 pub(crate) const ENTRY_COLUMNS: &str =
-    "seq, connector, method, args, result, error, requires_approval, ephemeral, state";
+    "seq, connector, method, args, result, error, requires_approval, ephemeral, state, approved_args, decisions, delivered";
 
 /// A log-entry row as read, before JSON and state decoding.
 pub(crate) struct RawEntry {
@@ -130,6 +157,9 @@ pub(crate) struct RawEntry {
     requires_approval: bool,
     ephemeral: bool,
     state: String,
+    approved_args: Option<String>,
+    decisions: Option<String>,
+    delivered: Option<i64>,
 }
 
 impl RawEntry {
@@ -145,6 +175,9 @@ impl RawEntry {
             requires_approval: row.get(at + 6)?,
             ephemeral: row.get(at + 7)?,
             state: row.get(at + 8)?,
+            approved_args: row.get(at + 9)?,
+            decisions: row.get(at + 10)?,
+            delivered: row.get(at + 11)?,
         })
     }
 
@@ -164,9 +197,20 @@ impl RawEntry {
             connector: self.connector,
             method: self.method,
             error: self.error,
+            approved_args: match &self.approved_args {
+                Some(text) => Some(value(text, &format!("seq {seq} approved args"))?),
+                None => None,
+            },
+            decisions: decisions(self.decisions.as_deref(), &format!("seq {seq} decisions"))?,
             requires_approval: self.requires_approval,
             ephemeral: self.ephemeral,
             state,
+            delivered: match self.delivered {
+                Some(n) => Some(u64::try_from(n).map_err(|_| {
+                    StoreError::Decode(format!("seq {seq}: negative delivery position {n}"))
+                })?),
+                None => None,
+            },
         })
     }
 }

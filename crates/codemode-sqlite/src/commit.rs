@@ -1,24 +1,19 @@
 //! The hot path: [`commit`] (entries plus a status change, as one CAS) and [`claim`].
 
-use crate::codec::{json, json_strings, seq_to_sql, Ctx};
+use crate::codec::{json, json_decision, json_strings, Ctx};
+use crate::entries::upsert_entries;
 use crate::executions::read_in;
 use crate::tx::Tx;
 use codemode::{
-    check_transition, Claim, Commit, Execution, ExecutionStatus, Lease, LogEntry, StoreError,
-    Transition,
+    check_transition, Claim, Commit, Execution, ExecutionStatus, Lease, StoreError, Transition,
 };
 use rusqlite::{params, Connection};
 
-/// Every column is replaced, so `OR REPLACE` (delete + insert of the one row) is the upsert;
-/// it measured faster than `ON CONFLICT DO UPDATE` here.
-const UPSERT_ENTRY: &str = "
-INSERT OR REPLACE INTO log_entries (runtime, execution_id, seq, connector, method, args, result,
-                                    error, requires_approval, ephemeral, state)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
-
 /// The status CAS and the change itself in one statement. `?9` is the lease owner the caller
-/// must still be (NULL: no owner condition); `?10` clears the lease when leaving `running`.
-/// `result`, `error` and `logs` left as NULL keep their recorded values.
+/// must still be (NULL: no owner, and then no lease may be live at `?8`, unless the change
+/// is a cancel, which takes the run from its pass); `?10` drops the lease (any status but
+/// `running`); `?11` is a decision to append. `result`, `error` and `logs` left as NULL keep
+/// their recorded values.
 const TRANSITION: &str = "
 UPDATE executions SET
     status = ?4,
@@ -27,20 +22,33 @@ UPDATE executions SET
     logs = COALESCE(?7, logs),
     updated_at = ?8,
     lease_owner = CASE WHEN ?10 THEN NULL ELSE lease_owner END,
-    lease_until_ms = CASE WHEN ?10 THEN NULL ELSE lease_until_ms END
+    lease_until_ms = CASE WHEN ?10 THEN NULL ELSE lease_until_ms END,
+    decisions = CASE WHEN ?11 IS NULL THEN decisions
+                     ELSE json_insert(COALESCE(decisions, '[]'), '$[#]', json(?11)) END
 WHERE runtime = ?1 AND id = ?2 AND status = ?3
-  AND (?9 IS NULL OR (status = 'running' AND lease_owner = ?9))";
+  AND (CASE WHEN ?9 IS NULL THEN lease_until_ms IS NULL OR lease_until_ms < ?8
+                                 OR (?3 = 'running' AND ?4 = 'cancelled')
+            ELSE lease_owner = ?9 END)";
 
 const HOLDS_LEASE: &str = "
-SELECT 1 FROM executions
-WHERE runtime = ?1 AND id = ?2 AND status = 'running' AND lease_owner = ?3";
+SELECT 1 FROM executions WHERE runtime = ?1 AND id = ?2 AND lease_owner = ?3";
 
 const EXISTS: &str = "SELECT 1 FROM executions WHERE runtime = ?1 AND id = ?2";
 
 const CLAIM: &str = "
 UPDATE executions SET status = 'running', lease_owner = ?4, lease_until_ms = ?5, updated_at = ?6
 WHERE runtime = ?1 AND id = ?2 AND status = ?3
-  AND (status <> 'running' OR lease_until_ms IS NULL OR lease_until_ms < ?6)";
+  AND (lease_until_ms IS NULL OR lease_until_ms < ?6)";
+
+/// A decision's lease on an execution that is not running; its status stays.
+const HOLD: &str = "
+UPDATE executions SET lease_owner = ?4, lease_until_ms = ?5
+WHERE runtime = ?1 AND id = ?2 AND status = ?3 AND status <> 'running'
+  AND (lease_until_ms IS NULL OR lease_until_ms < ?6)";
+
+const RELEASE: &str = "
+UPDATE executions SET lease_owner = NULL, lease_until_ms = NULL
+WHERE runtime = ?1 AND id = ?2 AND lease_owner = ?3 AND status <> 'running'";
 
 /// Applies `commit` in one `BEGIN IMMEDIATE` transaction: the CAS first, then the entries.
 pub(crate) fn commit(
@@ -84,7 +92,8 @@ fn transition(
 ) -> Result<bool, StoreError> {
     let result = t.result.as_ref().map(json).transpose()?;
     let logs = t.logs.as_deref().map(json_strings).transpose()?;
-    let leaves_running = t.from == ExecutionStatus::Running && t.to != ExecutionStatus::Running;
+    let drops_lease = t.to != ExecutionStatus::Running;
+    let decision = t.decision.as_ref().map(json_decision).transpose()?;
     let changed = conn
         .prepare_cached(TRANSITION)
         .and_then(|mut s| {
@@ -98,48 +107,12 @@ fn transition(
                 logs,
                 t.at_ms,
                 owner,
-                leaves_running,
+                drops_lease,
+                decision,
             ])
         })
         .ctx(loc, "changing the status")?;
     Ok(changed == 1)
-}
-
-/// Inserts or replaces log entries by seq, on one statement (looked up in the statement cache
-/// once, not once per entry).
-pub(crate) fn upsert_entries(
-    conn: &Connection,
-    loc: &str,
-    runtime: &str,
-    execution_id: &str,
-    entries: &[LogEntry],
-) -> Result<(), StoreError> {
-    if entries.is_empty() {
-        return Ok(());
-    }
-    let mut stmt = conn
-        .prepare_cached(UPSERT_ENTRY)
-        .ctx(loc, "writing a log entry")?;
-    for entry in entries {
-        let seq = seq_to_sql(entry.seq)?;
-        let args = json(&entry.args)?;
-        let result = entry.result.as_ref().map(json).transpose()?;
-        stmt.execute(params![
-            runtime,
-            execution_id,
-            seq,
-            entry.connector,
-            entry.method,
-            args,
-            result,
-            entry.error,
-            entry.requires_approval,
-            entry.ephemeral,
-            entry.state.as_str(),
-        ])
-        .ctx(loc, "writing a log entry")?;
-    }
-    Ok(())
 }
 
 /// Reads the execution and moves it from `from` to `running` under `lease`, in one
@@ -164,8 +137,52 @@ pub(crate) fn claim(
     if !found.connectors.iter().all(|c| available.contains(c)) {
         return Ok(Claim::Refused(found));
     }
-    let changed = tx
-        .prepare_cached(CLAIM)
+    let args = (runtime, id, from, lease, now_ms);
+    if !take_lease(&tx, loc, CLAIM, "claiming an execution", args)? {
+        return Ok(Claim::Refused(found));
+    }
+    tx.commit(loc)?;
+    Ok(Claim::Won(Execution {
+        status: ExecutionStatus::Running,
+        updated_at: now_ms,
+        ..found
+    }))
+}
+
+/// Takes a decision's `lease` on an execution in `from` (not running), reading it in the
+/// same `BEGIN IMMEDIATE` transaction; refused while another lease is live.
+pub(crate) fn hold(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+    from: ExecutionStatus,
+    lease: &Lease,
+    now_ms: i64,
+) -> Result<Claim, StoreError> {
+    let tx = Tx::write(conn, loc)?;
+    let Some(found) = read_in(&tx, loc, runtime, id)? else {
+        return Ok(Claim::Unknown);
+    };
+    let args = (runtime, id, from, lease, now_ms);
+    if !take_lease(&tx, loc, HOLD, "holding an execution", args)? {
+        return Ok(Claim::Refused(found));
+    }
+    tx.commit(loc)?;
+    Ok(Claim::Won(found))
+}
+
+/// Runs a claim or hold statement (`sql`: the lease taken on the execution in `from`);
+/// whether it took the lease.
+fn take_lease(
+    conn: &Connection,
+    loc: &str,
+    sql: &str,
+    doing: &str,
+    (runtime, id, from, lease, now_ms): (&str, &str, ExecutionStatus, &Lease, i64),
+) -> Result<bool, StoreError> {
+    let changed = conn
+        .prepare_cached(sql)
         .and_then(|mut s| {
             s.execute(params![
                 runtime,
@@ -176,14 +193,21 @@ pub(crate) fn claim(
                 now_ms
             ])
         })
-        .ctx(loc, "claiming an execution")?;
-    if changed != 1 {
-        return Ok(Claim::Refused(found));
-    }
-    tx.commit(loc)?;
-    Ok(Claim::Won(Execution {
-        status: ExecutionStatus::Running,
-        updated_at: now_ms,
-        ..found
-    }))
+        .ctx(loc, doing)?;
+    Ok(changed == 1)
+}
+
+/// Drops the lease `owner` holds on an execution that is not running.
+pub(crate) fn release(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+    owner: &str,
+) -> Result<bool, StoreError> {
+    let changed = conn
+        .prepare_cached(RELEASE)
+        .and_then(|mut s| s.execute(params![runtime, id, owner]))
+        .ctx(loc, "releasing an execution")?;
+    Ok(changed == 1)
 }

@@ -3,21 +3,21 @@
 use crate::codec::{
     json, json_strings, status, Ctx, RawEntry, RawExecution, ENTRY_COLUMNS, EXECUTION_COLUMNS,
 };
-use crate::commit::upsert_entries;
+use crate::entries::upsert_entries;
 use crate::tx::Tx;
-use codemode::{Execution, ExecutionStatus, Lease, LogEntry, PendingAction, StoreError};
+use codemode::{Deletion, Execution, ExecutionStatus, Lease, LogEntry, PendingAction, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 
 const INSERT: &str = "
 INSERT INTO executions (runtime, id, code, status, result, error, logs, connectors,
-                        created_at, updated_at, lease_owner, lease_until_ms)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+                        created_at, updated_at, lease_owner, lease_until_ms, decisions)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
 
 /// Terminal executions past the newest `?2`, newest first (insertion order breaks ties).
 const BEYOND_KEEP: &str = "
 SELECT id FROM executions
-WHERE runtime = ?1 AND status IN ('completed', 'error', 'rejected', 'rolled_back')
+WHERE runtime = ?1 AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
 ORDER BY created_at DESC, pk DESC
 LIMIT -1 OFFSET ?2";
 
@@ -36,6 +36,7 @@ pub(crate) fn insert(
     let result = execution.result.as_ref().map(json).transpose()?;
     let logs = json_strings(&execution.logs)?;
     let connectors = json_strings(&execution.connectors)?;
+    let decisions = crate::codec::json_decisions(&execution.decisions)?;
     let running = execution.status == ExecutionStatus::Running;
     let tx = Tx::write(conn, loc)?;
     let inserted = tx.prepare_cached(INSERT).and_then(|mut s| {
@@ -52,6 +53,7 @@ pub(crate) fn insert(
             execution.updated_at,
             running.then_some(lease.owner.as_str()),
             running.then_some(lease.until_ms),
+            decisions,
         ])
     });
     match inserted {
@@ -104,24 +106,34 @@ fn remove(conn: &Connection, loc: &str, runtime: &str, id: &str) -> Result<(), S
     Ok(())
 }
 
-/// Deletes one execution and its log; returns its status if it existed.
+/// Deletes one terminal execution and its log unless a lease live at `now_ms` holds it.
 pub(crate) fn delete(
     conn: &mut Connection,
     loc: &str,
     runtime: &str,
     id: &str,
-) -> Result<Option<ExecutionStatus>, StoreError> {
+    now_ms: i64,
+) -> Result<Deletion, StoreError> {
     let tx = Tx::write(conn, loc)?;
-    let found: Option<String> = tx
-        .prepare_cached("SELECT status FROM executions WHERE runtime = ?1 AND id = ?2")
-        .and_then(|mut s| s.query_row(params![runtime, id], |r| r.get(0)).optional())
+    let found: Option<(String, Option<i64>)> = tx
+        .prepare_cached(
+            "SELECT status, lease_until_ms FROM executions WHERE runtime = ?1 AND id = ?2",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![runtime, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()
+        })
         .ctx(loc, "reading an execution")?;
-    let Some(found) = found else {
-        return Ok(None);
+    let Some((found, lease_until)) = found else {
+        return Ok(Deletion::Unknown);
     };
+    let found = status(&found)?;
+    if !found.is_terminal() || lease_until.is_some_and(|until| until >= now_ms) {
+        return Ok(Deletion::Refused(found));
+    }
     remove(&tx, loc, runtime, id)?;
     tx.commit(loc)?;
-    status(&found).map(Some)
+    Ok(Deletion::Deleted(found))
 }
 
 /// One execution with its log, read in one snapshot.

@@ -22,12 +22,14 @@
 //! [`SqliteStore::with_connection`] rather than a second connection: in WAL mode, each
 //! connection drops its whole page cache whenever another one has written, so two writers
 //! taking turns would each reload the pages the other touched.
-
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
 mod codec;
 mod commit;
+mod entries;
 mod executions;
+mod files;
 mod open;
 mod schema;
 mod snippets;
@@ -35,7 +37,8 @@ mod tx;
 
 use async_trait::async_trait;
 use codemode::{
-    Claim, Commit, Execution, ExecutionStatus, Lease, PendingAction, Snippet, Store, StoreError,
+    Claim, Commit, Deletion, Execution, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo,
+    Lease, PendingAction, Snippet, Store, StoreError, StoredFile, WorkspaceUsage,
 };
 use rusqlite::Connection;
 use std::path::Path;
@@ -161,12 +164,28 @@ impl Store for SqliteStore {
         self.with(|c, loc| commit::claim(c, loc, runtime, id, from, lease, now_ms, available))
     }
 
+    async fn hold(
+        &self,
+        runtime: &str,
+        id: &str,
+        from: ExecutionStatus,
+        lease: &Lease,
+        now_ms: i64,
+    ) -> Result<Claim, StoreError> {
+        self.with(|c, loc| commit::hold(c, loc, runtime, id, from, lease, now_ms))
+    }
+
+    async fn release(&self, runtime: &str, id: &str, owner: &str) -> Result<bool, StoreError> {
+        self.with(|c, loc| commit::release(c, loc, runtime, id, owner))
+    }
+
     async fn delete_execution(
         &self,
         runtime: &str,
         id: &str,
-    ) -> Result<Option<ExecutionStatus>, StoreError> {
-        self.with(|c, loc| executions::delete(c, loc, runtime, id))
+        now_ms: i64,
+    ) -> Result<Deletion, StoreError> {
+        self.with(|c, loc| executions::delete(c, loc, runtime, id, now_ms))
     }
 
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError> {
@@ -204,5 +223,34 @@ impl Store for SqliteStore {
 
     async fn delete_snippet(&self, runtime: &str, name: &str) -> Result<bool, StoreError> {
         self.with(|c, loc| snippets::delete(c, loc, runtime, name))
+    }
+
+    async fn change_file(&self, change: &FileChange) -> Result<FileChangeOutcome, StoreError> {
+        self.with(|c, loc| files::change(c, loc, change))
+    }
+
+    async fn revert_file_change(
+        &self,
+        workspace: &str,
+        key: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.with(|c, loc| files::revert(c, loc, workspace, key, at_ms))
+    }
+
+    async fn read_file(
+        &self,
+        workspace: &str,
+        path: &str,
+    ) -> Result<Option<StoredFile>, StoreError> {
+        self.with(|c, loc| files::read(c, loc, workspace, path))
+    }
+
+    async fn list_files(&self, workspace: &str, prefix: &str) -> Result<Vec<FileInfo>, StoreError> {
+        self.with(|c, loc| files::list(c, loc, workspace, prefix))
+    }
+
+    async fn workspaces(&self) -> Result<Vec<WorkspaceUsage>, StoreError> {
+        self.with(files::workspaces)
     }
 }

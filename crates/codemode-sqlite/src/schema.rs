@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const APPLICATION_ID: i32 = 0x436f_4d6f;
 
 /// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -65,6 +65,71 @@ CREATE TABLE snippets (
 const V2: &str = "
 CREATE INDEX executions_terminal ON executions (runtime, created_at, pk)
     WHERE status IN ('completed', 'error', 'rejected', 'rolled_back');
+";
+
+/// Version 3: the `cancelled` status (the table is rebuilt, as SQLite cannot change a CHECK
+/// constraint), the decisions people made (on executions and entries, JSON arrays; NULL for
+/// none) and the arguments a person approved in place of the model's.
+const V3: &str = "
+CREATE TABLE executions_v3 (
+    pk             INTEGER PRIMARY KEY,
+    runtime        TEXT NOT NULL,
+    id             TEXT NOT NULL,
+    code           TEXT NOT NULL,
+    status         TEXT NOT NULL CHECK (status IN ('running', 'paused', 'completed', 'error',
+                                                   'rejected', 'rolled_back', 'cancelled')),
+    result         TEXT,
+    error          TEXT,
+    logs           TEXT NOT NULL,
+    connectors     TEXT NOT NULL,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL,
+    lease_owner    TEXT,
+    lease_until_ms INTEGER,
+    decisions      TEXT,
+    UNIQUE (runtime, id)
+);
+INSERT INTO executions_v3 (pk, runtime, id, code, status, result, error, logs, connectors,
+                           created_at, updated_at, lease_owner, lease_until_ms)
+SELECT pk, runtime, id, code, status, result, error, logs, connectors, created_at, updated_at,
+       lease_owner, lease_until_ms
+FROM executions;
+DROP TABLE executions;
+ALTER TABLE executions_v3 RENAME TO executions;
+CREATE INDEX executions_by_age ON executions (runtime, created_at, pk);
+CREATE INDEX executions_terminal ON executions (runtime, created_at, pk)
+    WHERE status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled');
+ALTER TABLE log_entries ADD COLUMN approved_args TEXT;
+ALTER TABLE log_entries ADD COLUMN decisions TEXT;
+";
+
+/// Version 4: each log entry's position in the order results reached the sandbox.
+const V4: &str = "
+ALTER TABLE log_entries ADD COLUMN delivered INTEGER;
+";
+
+/// Version 5: workspace files (text, keyed by workspace and normalised path) and the undo
+/// record of each keyed change: what the file held before, for a rollback to put back.
+const V5: &str = "
+CREATE TABLE workspace_files (
+    workspace  TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    size       INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    UNIQUE (workspace, path)
+);
+CREATE TABLE workspace_changes (
+    workspace  TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    path       TEXT NOT NULL,
+    previous   TEXT,
+    existed    INTEGER NOT NULL,
+    size_after INTEGER,
+    reverted   INTEGER NOT NULL,
+    at_ms      INTEGER NOT NULL,
+    UNIQUE (workspace, key)
+);
 ";
 
 /// Refuses a database that is not ours or is newer than this build, before anything is written.

@@ -133,20 +133,71 @@ async fn a_database_of_a_newer_schema_is_refused() {
     assert!(text.contains("newer"), "{text}");
 }
 
-/// A file written by version 1 (before the index of terminal executions) is migrated on open
-/// and keeps its executions.
+/// The schema of version 1 as it was shipped, for the migration test.
+const VERSION_1: &str = "
+CREATE TABLE executions (
+    pk INTEGER PRIMARY KEY, runtime TEXT NOT NULL, id TEXT NOT NULL, code TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN
+      ('running', 'paused', 'completed', 'error', 'rejected', 'rolled_back')),
+    result TEXT, error TEXT, logs TEXT NOT NULL, connectors TEXT NOT NULL,
+    created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, lease_owner TEXT,
+    lease_until_ms INTEGER, UNIQUE (runtime, id));
+CREATE INDEX executions_by_age ON executions (runtime, created_at, pk);
+CREATE TABLE log_entries (
+    runtime TEXT NOT NULL, execution_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    connector TEXT NOT NULL, method TEXT NOT NULL, args TEXT NOT NULL, result TEXT,
+    error TEXT, requires_approval INTEGER NOT NULL, ephemeral INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN
+      ('executing', 'applied', 'pending', 'reverted', 'error')),
+    PRIMARY KEY (runtime, execution_id, seq)) WITHOUT ROWID;
+CREATE TABLE snippets (
+    runtime TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL, code TEXT NOT NULL,
+    saved_at INTEGER NOT NULL, input_schema TEXT, connectors TEXT NOT NULL,
+    PRIMARY KEY (runtime, name)) WITHOUT ROWID;
+INSERT INTO executions (runtime, id, code, status, logs, connectors, created_at, updated_at,
+                        lease_owner, lease_until_ms)
+VALUES ('default', 'done', 'c', 'completed', '[]', '[]', 1, 1, NULL, NULL),
+       ('default', 'live', 'c', 'running', '[]', '[]', 2, 2, 'n', 9000000000000000);
+INSERT INTO log_entries VALUES ('default', 'done', 0, 'x', 'y', '{}', '1', NULL, 0, 0, 'applied');
+";
+
+/// A file written by version 1 (no terminal index, no `cancelled`, no decisions) is migrated
+/// on open and keeps its executions; the migrated file takes the new status and decisions.
 #[tokio::test]
 async fn a_version_1_file_is_migrated_and_keeps_its_executions() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("codemode.db");
-    filled(&path, 3).await;
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("DROP INDEX executions_terminal; PRAGMA user_version = 1;")
+        conn.execute_batch(VERSION_1).unwrap();
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
             .unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
     }
     let s = SqliteStore::open(&path).unwrap();
-    assert_eq!(s.executions(RT, None, None).await.unwrap().len(), 3);
+    let done = s.execution(RT, "done").await.unwrap().unwrap();
+    assert_eq!(done.status, ExecutionStatus::Completed);
+    assert_eq!(done.log.len(), 1);
+    assert!(done.decisions.is_empty() && done.log[0].decisions.is_empty());
+    assert_eq!(done.log[0].approved_args, None);
+    let cancel = Transition::new(ExecutionStatus::Running, ExecutionStatus::Cancelled, 3)
+        .with_decision(codemode::Decision::new(
+            codemode::DecisionKind::Cancel,
+            codemode::Actor::cli(),
+            3,
+            Vec::new(),
+        ));
+    let cancelled = Commit {
+        execution_id: "live".into(),
+        owner: None,
+        entries: Vec::new(),
+        transition: Some(cancel),
+    };
+    assert!(s.commit(RT, &cancelled).await.unwrap());
+    let live = s.execution(RT, "live").await.unwrap().unwrap();
+    assert_eq!(live.status, ExecutionStatus::Cancelled);
+    assert_eq!(live.decisions[0].by, codemode::Actor::cli());
+    drop(s);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))

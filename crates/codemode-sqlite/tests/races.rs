@@ -20,7 +20,7 @@ fn claims_race_across_two_connections_and_exactly_one_wins_each() {
                 .unwrap();
             let pause = Commit {
                 execution_id: id,
-                owner: None,
+                owner: Some("n1".into()),
                 entries: vec![],
                 transition: Some(Transition::new(
                     ExecutionStatus::Running,

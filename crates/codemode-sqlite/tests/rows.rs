@@ -2,7 +2,7 @@
 
 mod common;
 
-use codemode::{Commit, EntryState, ExecutionStatus, Store, Transition};
+use codemode::{Commit, Deletion, EntryState, ExecutionStatus, Store, Transition};
 use common::{entry, execution, lease, store, RT};
 
 const FAR: i64 = i64::MAX / 2;
@@ -25,9 +25,9 @@ async fn prune_and_delete_remove_the_log_rows_of_their_executions() {
             .unwrap();
     }
     assert_eq!(log_rows(&path), 4);
-    let finish = Commit {
-        execution_id: "pruned".into(),
-        owner: None,
+    let finish = |id: &str| Commit {
+        execution_id: id.into(),
+        owner: Some("n".into()),
         entries: vec![],
         transition: Some(Transition::new(
             ExecutionStatus::Running,
@@ -35,12 +35,13 @@ async fn prune_and_delete_remove_the_log_rows_of_their_executions() {
             2,
         )),
     };
-    assert!(s.commit(RT, &finish).await.unwrap());
+    assert!(s.commit(RT, &finish("pruned")).await.unwrap());
     assert_eq!(s.prune_executions(RT, 0).await.unwrap(), 1);
     assert_eq!(log_rows(&path), 2, "after the prune");
+    assert!(s.commit(RT, &finish("deleted")).await.unwrap());
     assert_eq!(
-        s.delete_execution(RT, "deleted").await.unwrap(),
-        Some(ExecutionStatus::Running)
+        s.delete_execution(RT, "deleted", 3).await.unwrap(),
+        Deletion::Deleted(ExecutionStatus::Completed)
     );
     drop(s);
     assert_eq!(log_rows(&path), 0, "after the delete");

@@ -3,7 +3,7 @@
 //!
 //! Run with `cargo bench -p codemode --bench discovery` after `npm ci` in `fixtures/`.
 
-#[path = "../tests/discovery_github.rs"]
+#[path = "../tests/support/github.rs"]
 mod github;
 
 use codemode::discovery::Catalog;
@@ -84,6 +84,18 @@ fn main() {
     let types_time = start.elapsed();
 
     let description = catalog.tool_description().chars().count();
+    let json_chars =
+        |v: serde_json::Value| serde_json::to_string(&v).map_or(0, |s| s.chars().count());
+    let searched =
+        json_chars(serde_json::to_value(catalog.search("close an issue", &[])).unwrap_or_default());
+    let method = catalog
+        .describe("github.issues_update", &[])
+        .map(|d| json_chars(serde_json::to_value(d).unwrap_or_default()))
+        .unwrap_or(0);
+    let call = json_chars(
+        serde_json::json!({"code": "async () => (await github.issues_update({ owner: \"o\", repo: \"r\", issue_number: 1, state: \"closed\" })).state"}),
+    );
+    let sequence = description + searched + method + call;
 
     println!("discovery over the GitHub REST description ({operations} operations)");
     println!(
@@ -107,6 +119,15 @@ fn main() {
     );
     println!("  tool description              {description:>10} chars (goal <= 4,000)");
     println!("  classic listing of all tools  {classic:>10} chars (name + description + inputSchema JSON)");
+    println!(
+        "  search -> describe -> call    {sequence:>10} chars (~{} tokens: description {description}, search {searched}, describe issues_update {method}, call {call})",
+        sequence / 4
+    );
+    println!(
+        "  classic listing, in tokens    {:>10} (~{}x the sequence)",
+        classic / 4,
+        classic / sequence.max(1)
+    );
     println!(
         "  saved                         {:>10} chars ({:.0}x smaller)",
         classic.saturating_sub(description),

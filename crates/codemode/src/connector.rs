@@ -4,8 +4,10 @@ use async_trait::async_trait;
 use serde_json::Value;
 use std::fmt;
 
-/// Whether a tool's result is kept for replay or the tool runs again on every pass.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Whether a tool's result is kept for replay or the tool runs again on every pass; in
+/// configuration, `replay = "log"` or `replay = "reexecute"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ReplayPolicy {
     /// Record the result; later passes return it without running the tool.
     #[default]
@@ -33,6 +35,17 @@ pub struct ToolSpec {
     pub replay: ReplayPolicy,
     /// Whether the connector can revert it.
     pub has_revert: bool,
+    /// The HTTP operation behind it (OpenAPI), which search matches intent against.
+    pub http: Option<HttpOperation>,
+}
+
+/// The HTTP method and path template of a tool that is one HTTP operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpOperation {
+    /// The method, upper case (`GET`, `POST`, …).
+    pub method: String,
+    /// The path template, as in the API description (`/repos/{owner}/{repo}/forks`).
+    pub path: String,
 }
 
 impl ToolSpec {
@@ -47,7 +60,37 @@ impl ToolSpec {
             read_only: false,
             replay: ReplayPolicy::Log,
             has_revert: false,
+            http: None,
         }
+    }
+}
+
+impl ToolSpec {
+    /// How positional arguments map onto this tool's input properties: required properties
+    /// first, then optional ones, each in schema order; `None` when the input declares none.
+    pub fn positional_params(&self) -> Option<crate::executor::PositionalParams> {
+        let properties = self.input_schema.get("properties")?.as_object()?;
+        if properties.is_empty() {
+            return None;
+        }
+        let required: Vec<&str> = self
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let is_required = |name: &String| required.contains(&name.as_str());
+        let mut names: Vec<String> = properties
+            .keys()
+            .filter(|n| is_required(n))
+            .cloned()
+            .collect();
+        let count = names.len();
+        names.extend(properties.keys().filter(|n| !is_required(n)).cloned());
+        Some(crate::executor::PositionalParams {
+            names,
+            required: count,
+        })
     }
 }
 
@@ -76,6 +119,8 @@ pub enum PassEndStatus {
     Error,
     /// The pass stopped at an action that needs approval.
     Paused,
+    /// The execution was cancelled while the pass ran.
+    Cancelled,
 }
 
 impl PassEndStatus {
@@ -85,6 +130,7 @@ impl PassEndStatus {
             Self::Completed => "completed",
             Self::Error => "error",
             Self::Paused => "paused",
+            Self::Cancelled => "cancelled",
         }
     }
 }
@@ -100,6 +146,8 @@ pub enum ExecutionEndStatus {
     Rejected,
     /// Rolled back.
     RolledBack,
+    /// Cancelled while running.
+    Cancelled,
 }
 
 impl ExecutionEndStatus {
@@ -110,6 +158,7 @@ impl ExecutionEndStatus {
             Self::Error => "error",
             Self::Rejected => "rejected",
             Self::RolledBack => "rolled_back",
+            Self::Cancelled => "cancelled",
         }
     }
 }
@@ -146,6 +195,53 @@ impl From<&str> for ToolError {
 }
 
 /// A named set of tools: an MCP server, an OpenAPI API, or tools written in Rust.
+///
+/// Tools written in Rust are easiest as a [`RustConnector`](crate::RustConnector); implement
+/// this trait for a connector that learns its tools at run time or speaks another protocol.
+/// The runtime reads [`tools`](Connector::tools) once when it is built, validates each call's
+/// argument against the tool's `input_schema` before [`execute`](Connector::execute) runs, and
+/// calls [`revert`](Connector::revert) only for tools whose spec sets `has_revert`.
+///
+/// ```
+/// use async_trait::async_trait;
+/// use codemode::{CallContext, CodeOutcome, CodeTool, Connector, ToolError, ToolSpec};
+/// use serde_json::{json, Value};
+/// use std::sync::Arc;
+///
+/// /// Returns its argument.
+/// struct Echo;
+///
+/// #[async_trait]
+/// impl Connector for Echo {
+///     fn name(&self) -> &str {
+///         "echo"
+///     }
+///
+///     fn tools(&self) -> Vec<ToolSpec> {
+///         let mut say = ToolSpec::new("say");
+///         say.description = Some("Returns its input.".into());
+///         say.read_only = true;
+///         say.requires_approval = false;
+///         vec![say]
+///     }
+///
+///     async fn execute(&self, method: &str, args: Value, _ctx: CallContext) -> Result<Value, ToolError> {
+///         match method {
+///             "say" => Ok(args),
+///             other => Err(ToolError::new(format!("echo has no method {other}"))),
+///         }
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), codemode::RuntimeError> {
+/// let executor = Arc::new(codemode_quickjs::QuickJsExecutor::default());
+/// let tool = CodeTool::builder(executor).connector(Echo).build()?;
+/// let outcome = tool.call("async () => echo.say({ hi: 1 })").await;
+/// assert_eq!(outcome, CodeOutcome::Completed { result: json!({ "hi": 1 }), logs: vec![] });
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait Connector: Send + Sync {
     /// The global name in the sandbox (a valid identifier, not `codemode`).
@@ -158,6 +254,25 @@ pub trait Connector: Send + Sync {
 
     /// The tools; read once when a runtime is built.
     fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Whether the model's code calls its methods with positional arguments
+    /// (`state.readFile("/a")`, the input's properties in order, required ones first) instead
+    /// of one object (`state.readFile({ path: "/a" })`); the log records the object either way.
+    fn positional_args(&self) -> bool {
+        false
+    }
+
+    /// Hand-written TypeScript declarations shown instead of the ones generated from the
+    /// tools' schemas (they must declare `declare const <name>: { … }` themselves).
+    fn types(&self) -> Option<String> {
+        None
+    }
+
+    /// What is degraded without stopping the connector (tools renamed or left out, unused
+    /// configuration), one sentence each, for the host to report; empty when all is well.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 
     /// Runs one tool. `ctx` identifies the call across re-runs.
     async fn execute(

@@ -37,6 +37,24 @@ pub enum RuntimeError {
         /// The missing connector names.
         missing: Vec<String>,
     },
+    /// A decision's options are wrong (bad edited arguments, a scope that does not apply).
+    #[error("execution {id}: {message}; nothing was changed")]
+    InvalidDecision {
+        /// The execution.
+        id: String,
+        /// What was wrong and how to fix it.
+        message: String,
+    },
+    /// A decision names actions that are not pending (a conflict with the execution's state).
+    #[error("execution {id}: seq {seq} is not a pending action of this execution (pending: {pending:?}); nothing was changed")]
+    NotPending {
+        /// The execution.
+        id: String,
+        /// The first seq named that is not pending.
+        seq: u64,
+        /// The seqs that are pending.
+        pending: Vec<u64>,
+    },
     /// A connector or tool cannot be registered.
     #[error("invalid connector configuration: {0}")]
     InvalidConnector(String),

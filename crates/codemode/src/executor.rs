@@ -13,12 +13,27 @@ use std::sync::Arc;
 pub const SDK_NAMESPACE: &str = "codemode";
 
 /// A global the sandbox exposes: `name.method(args)` becomes a [`HostCall`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Namespace {
     /// The global's name (a valid identifier, checked by the runtime).
     pub name: String,
     /// The callable methods.
     pub methods: Vec<String>,
+    /// For a connector called with positional arguments, one entry per method (`None` for a
+    /// method whose input declares no properties, which takes its one object); empty when
+    /// every method takes one object. The sandbox turns the arguments back into the object,
+    /// so the [`HostCall`] always carries the object form.
+    pub positional: Vec<Option<PositionalParams>>,
+}
+
+/// How a positional method's arguments map onto its input object's properties.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PositionalParams {
+    /// The property each argument sets, in call order: required ones first, then optional ones,
+    /// each in the order the input schema lists them.
+    pub names: Vec<String>,
+    /// How many leading arguments are required.
+    pub required: usize,
 }
 
 /// What the executor is asked to run.
@@ -68,9 +83,24 @@ pub enum HostReply {
 }
 
 /// The host side of a pass: the runtime implements it.
+///
+/// Calls may be in flight together (`Promise.all`). An executor makes each call when the code
+/// makes it, polls new calls in the order the code made them, and delivers each reply to the
+/// code as its future finishes, one at a time, running every job a delivery causes before it
+/// polls again: the host decides the order futures finish in, and a replay depends on it.
 pub trait Host: Send + Sync {
     /// Answers one call from the sandbox.
     fn call(&self, call: HostCall) -> BoxFuture<'_, HostReply>;
+
+    /// [`Host::call`] on a shared host, its future owning the host. This default makes the
+    /// call when the future is first polled; a host that counts calls as they are made
+    /// overrides it to make the call now.
+    fn call_shared(self: Arc<Self>, call: HostCall) -> BoxFuture<'static, HostReply>
+    where
+        Self: 'static,
+    {
+        Box::pin(async move { self.call(call).await })
+    }
 }
 
 /// How a pass ended.
@@ -94,6 +124,52 @@ pub struct ExecuteResult {
 }
 
 /// A sandbox engine that runs model code once.
+///
+/// `codemode-quickjs` provides the real one. An executor exposes one global per
+/// [`Namespace`] (plus `codemode`), turns each call on them into a [`HostCall`], and resolves,
+/// rejects or aborts the call as the [`Host`]'s [`HostReply`] says. The toy below is no
+/// JavaScript engine: it reads the code as `connector.method` and makes that one call.
+///
+/// ```
+/// use async_trait::async_trait;
+/// use codemode::{CodeOutcome, CodeTool, ExecuteRequest, ExecuteResult, Executor, Host};
+/// use codemode::{HostCall, HostReply, PassEnd, RustConnector, RustTool};
+/// use serde_json::json;
+/// use std::sync::Arc;
+///
+/// struct OneCall;
+///
+/// #[async_trait]
+/// impl Executor for OneCall {
+///     async fn execute(&self, request: ExecuteRequest, host: Arc<dyn Host>) -> ExecuteResult {
+///         let code = request.code.trim();
+///         let Some((namespace, method)) = code.split_once('.') else {
+///             let end = PassEnd::Failed(format!("expected connector.method, got {code:?}"));
+///             return ExecuteResult { end, logs: vec![] };
+///         };
+///         let call = HostCall { namespace: namespace.into(), method: method.into(), args: json!({}) };
+///         let end = match host.call(call).await {
+///             HostReply::Value(value) => PassEnd::Returned(value),
+///             HostReply::Throw(message) => PassEnd::Failed(message),
+///             HostReply::Abort => PassEnd::Aborted,
+///             HostReply::RunCode { .. } => PassEnd::Failed("snippets are not supported".into()),
+///         };
+///         ExecuteResult { end, logs: vec![format!("called {code}")] }
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), codemode::RuntimeError> {
+/// let clock = RustConnector::new("clock")
+///     .tool(RustTool::new("now", |_args, _ctx| async { Ok(json!(1_700_000_000)) }).read_only());
+/// let tool = CodeTool::builder(Arc::new(OneCall)).connector(clock).build()?;
+/// assert_eq!(
+///     tool.call("clock.now").await,
+///     CodeOutcome::Completed { result: json!(1_700_000_000), logs: vec!["called clock.now".into()] }
+/// );
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait Executor: Send + Sync {
     /// Runs one pass; failures are reported in the result, never as a panic.

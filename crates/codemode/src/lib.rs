@@ -5,11 +5,20 @@
 //! [`Executor`], a database implements [`Store`], and a service implements [`Connector`].
 //! [`Runtime`] ties them together: it logs every connector call, replays the log on every
 //! pass, pauses for approval, and rolls back.
+//!
+//! [`CodeTool`] is the stateless alternative for hosts that only want sandboxed code over
+//! their tools: the same sandbox, tool description, discovery and argument checks, with no
+//! store, log, replay or approvals.
+//!
+//! Runnable programs that use the library are in `examples/` at the workspace root.
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+pub mod code_tool;
 pub mod connector;
 pub mod discovery;
 pub mod error;
 pub mod executor;
+pub mod files;
 pub mod model;
 pub mod policy;
 pub mod runtime;
@@ -18,6 +27,7 @@ pub mod status;
 pub mod store;
 pub mod value;
 
+pub use code_tool::{CodeOutcome, CodeTool, CodeToolBuilder};
 pub use connector::{
     CallContext, Connector, ExecutionEndStatus, PassEndStatus, ReplayPolicy, ToolError, ToolSpec,
 };
@@ -26,13 +36,18 @@ pub use executor::{
     ExecuteRequest, ExecuteResult, Executor, Host, HostCall, HostReply, Namespace, PassEnd,
     SDK_NAMESPACE,
 };
+pub use files::{FileChange, FileChangeOutcome, FileInfo, FileOp, StoredFile, WorkspaceUsage};
 pub use model::{
-    now_ms, Execution, LogEntry, Outcome, PendingAction, RevertFailure, RollbackReport, Snippet,
+    now_ms, Actor, ApprovalScope, Decision, DecisionKind, Execution, LogEntry, Outcome,
+    PendingAction, RevertFailure, RollbackReport, Snippet,
 };
-pub use runtime::{Runtime, RuntimeBuilder, SaveSnippet, TransformResult};
+pub use runtime::{
+    Approval, Runtime, RuntimeBuilder, RuntimeEvent, SaveSnippet, TransformResult, CANCEL_GRACE,
+    EVENT_BUFFER, WAIT_POLL,
+};
 pub use rust_connector::{RustConnector, RustTool};
 pub use status::{EntryState, ExecutionStatus};
-pub use store::{check_transition, Claim, Commit, Lease, Store, StoreError, Transition};
+pub use store::{check_transition, Claim, Commit, Deletion, Lease, Store, StoreError, Transition};
 pub use value::{
     canonical_eq, truncate_result, truncate_text, TruncateOptions, DEFAULT_MAX_EXECUTIONS,
     DEFAULT_PAUSED_TTL_MS, MAX_DURABLE_VALUE_CHARS,

@@ -29,6 +29,23 @@ pub struct LogEntry {
     pub ephemeral: bool,
     /// What happened to the call.
     pub state: EntryState,
+    /// The arguments a person approved in place of `args`; the connector ran with these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_args: Option<Value>,
+    /// The decisions that changed this entry (approval, rejection, revert), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<Decision>,
+    /// When the result reached the sandbox, as a position in the execution's delivery order
+    /// (absent until then); a replay delivers recorded results in this order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered: Option<u64>,
+}
+
+impl LogEntry {
+    /// The arguments the connector runs with: the approved ones, else the model's.
+    pub fn effective_args(&self) -> &Value {
+        self.approved_args.as_ref().unwrap_or(&self.args)
+    }
 }
 
 /// One execution: the audit record of a `call(code)`.
@@ -58,6 +75,153 @@ pub struct Execution {
     pub created_at: i64,
     /// Epoch milliseconds.
     pub updated_at: i64,
+    /// Every decision people made about it (approve, reject, rollback, cancel), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<Decision>,
+}
+
+impl Execution {
+    /// The `connector.method`s a standing approval (scope `execution`) covers in this run.
+    pub fn standing_approval(&self, connector: &str, method: &str) -> Option<&Decision> {
+        self.decisions
+            .iter()
+            .rev()
+            .find(|d| d.covers(connector, method))
+    }
+}
+
+/// Who made a decision: a token's name, `cli`, `elicitation` or `local`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Actor(String);
+
+impl Actor {
+    /// An actor of this name (a token's name, or one of the fixed ones).
+    pub fn new(name: impl Into<String>) -> Self {
+        Actor(name.into())
+    }
+
+    /// The embedding program itself, through the library API.
+    pub fn local() -> Self {
+        Actor("local".into())
+    }
+
+    /// A person at the `codemode` command line.
+    pub fn cli() -> Self {
+        Actor("cli".into())
+    }
+
+    /// A person answering an MCP client's elicitation.
+    pub fn elicitation() -> Self {
+        Actor("elicitation".into())
+    }
+
+    /// The name as recorded.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Actor {
+    fn default() -> Self {
+        Actor::local()
+    }
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Actor {
+    fn from(name: &str) -> Self {
+        Actor::new(name)
+    }
+}
+
+impl From<String> for Actor {
+    fn from(name: String) -> Self {
+        Actor(name)
+    }
+}
+
+/// What a person decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// Pending actions were approved.
+    Approve,
+    /// Pending actions were rejected.
+    Reject,
+    /// Applied actions were reverted.
+    Rollback,
+    /// A running execution was cancelled.
+    Cancel,
+}
+
+/// How far an approval reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalScope {
+    /// Only the pending actions approved.
+    #[default]
+    Action,
+    /// Also every later call of the same `connector.method` in this execution.
+    Execution,
+}
+
+/// One decision: what, who, when, and which entries it concerned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    /// What was decided.
+    pub kind: DecisionKind,
+    /// Who decided.
+    pub by: Actor,
+    /// Epoch milliseconds.
+    pub at: i64,
+    /// The log entries it concerned (on the execution's record).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seqs: Vec<u64>,
+    /// An approval's reach (absent for other decisions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ApprovalScope>,
+    /// The `connector.method`s a standing approval covers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<String>,
+}
+
+impl Decision {
+    /// A decision of `kind` by `by` at `at`, concerning `seqs`.
+    pub fn new(kind: DecisionKind, by: Actor, at: i64, seqs: Vec<u64>) -> Self {
+        Decision {
+            kind,
+            by,
+            at,
+            seqs,
+            scope: None,
+            methods: Vec::new(),
+        }
+    }
+
+    /// Whether this is a standing approval covering `connector.method`.
+    pub fn covers(&self, connector: &str, method: &str) -> bool {
+        self.kind == DecisionKind::Approve
+            && self.scope == Some(ApprovalScope::Execution)
+            && self.methods.iter().any(|m| {
+                m.split_once('.')
+                    .is_some_and(|(c, n)| c == connector && n == method)
+            })
+    }
+
+    /// The same decision as recorded on one log entry (without the execution's seq list).
+    pub fn for_entry(&self) -> Decision {
+        Decision {
+            seqs: Vec::new(),
+            ..self.clone()
+        }
+    }
 }
 
 /// An action waiting for a person.
@@ -72,7 +236,7 @@ pub struct PendingAction {
     pub connector: String,
     /// The method name.
     pub method: String,
-    /// The arguments the action will run with.
+    /// The arguments the action will run with (as the model wrote them).
     pub args: Value,
 }
 
@@ -164,6 +328,10 @@ pub struct RollbackReport {
     pub skipped: Vec<u64>,
     /// Reverts that failed, with their messages.
     pub failed: Vec<RevertFailure>,
+    /// Seqs left `executing` by an interrupted pass (they may have been applied) that no
+    /// revert could undo: no revert, or the connector is gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<u64>,
     /// The status after the rollback.
     pub status: ExecutionStatus,
 }

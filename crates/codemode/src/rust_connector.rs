@@ -21,6 +21,26 @@ type DisposeFn = Arc<
 >;
 
 /// One tool of a [`RustConnector`]: its spec and its closures.
+///
+/// Approval fails closed: an explicit [`requires_approval`](RustTool::requires_approval)
+/// wins; otherwise a [`read_only`](RustTool::read_only) tool runs at once and every other tool
+/// waits for a person's approval.
+///
+/// ```
+/// use codemode::{Connector, RustConnector, RustTool};
+/// use serde_json::json;
+///
+/// let files = RustConnector::new("files")
+///     .tool(RustTool::new("read", |_args, _ctx| async { Ok(json!("text")) }).read_only())
+///     .tool(RustTool::new("write", |_args, _ctx| async { Ok(json!(null)) }))
+///     .tool(RustTool::new("touch", |_args, _ctx| async { Ok(json!(null)) }).requires_approval(false));
+/// let needs_approval: Vec<(String, bool)> =
+///     files.tools().into_iter().map(|t| (t.name, t.requires_approval)).collect();
+/// assert_eq!(
+///     needs_approval,
+///     [("read".into(), false), ("write".into(), true), ("touch".into(), false)]
+/// );
+/// ```
 #[derive(Clone)]
 pub struct RustTool {
     spec: ToolSpec,
@@ -99,6 +119,58 @@ impl RustTool {
 }
 
 /// A connector whose tools are Rust closures.
+///
+/// Give it a name (the global the model's code sees) and [`RustTool`]s, then add it to a
+/// runtime with [`RuntimeBuilder::connector`](crate::RuntimeBuilder::connector) or to a
+/// [`CodeTool`](crate::CodeTool). A tool with a [`revert`](RustTool::revert) can be undone by
+/// [`Runtime::rollback`](crate::Runtime::rollback), which passes it the recorded arguments and
+/// result.
+///
+/// ```
+/// use codemode::{CallContext, Connector, RustConnector, RustTool};
+/// use serde_json::{json, Value};
+/// use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
+/// use std::sync::Arc;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), codemode::ToolError> {
+/// let total = Arc::new(AtomicI64::new(0));
+/// let (up, down) = (total.clone(), total.clone());
+/// let counter = RustConnector::new("counter")
+///     .instructions("A shared counter.")
+///     .tool(
+///         RustTool::new("add", move |args: Value, _ctx| {
+///             let up = up.clone();
+///             async move {
+///                 let n = args["n"].as_i64().unwrap_or(0);
+///                 Ok(json!(up.fetch_add(n, SeqCst) + n))
+///             }
+///         })
+///         .description("Adds n to the counter and returns the new total.")
+///         .input_schema(json!({
+///             "type": "object",
+///             "properties": { "n": { "type": "integer" } },
+///             "required": ["n"]
+///         }))
+///         .requires_approval(false)
+///         .revert(move |args: Value, _result, _ctx| {
+///             let down = down.clone();
+///             async move {
+///                 down.fetch_sub(args["n"].as_i64().unwrap_or(0), SeqCst);
+///                 Ok(())
+///             }
+///         }),
+///     );
+/// assert!(counter.tools()[0].has_revert);
+///
+/// let ctx = CallContext { execution_id: "e1".into(), seq: 0 };
+/// let result = counter.execute("add", json!({ "n": 5 }), ctx.clone()).await?;
+/// assert_eq!(result, json!(5));
+/// counter.revert("add", json!({ "n": 5 }), result, ctx).await?;
+/// assert_eq!(total.load(SeqCst), 0);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct RustConnector {
     name: String,
@@ -106,6 +178,8 @@ pub struct RustConnector {
     tools: Vec<RustTool>,
     on_pass_end: Option<PassEndFn>,
     dispose: Option<DisposeFn>,
+    positional: bool,
+    types: Option<String>,
 }
 
 impl RustConnector {
@@ -117,7 +191,23 @@ impl RustConnector {
             tools: Vec::new(),
             on_pass_end: None,
             dispose: None,
+            positional: false,
+            types: None,
         }
+    }
+
+    /// Makes the model call its methods with positional arguments, `files.read("/a")`, in the
+    /// order of each input schema's properties, required ones first.
+    pub fn positional_args(mut self) -> Self {
+        self.positional = true;
+        self
+    }
+
+    /// Sets hand-written TypeScript declarations shown instead of the generated ones; they
+    /// must include `declare const <name>: { … }`.
+    pub fn types(mut self, text: impl Into<String>) -> Self {
+        self.types = Some(text.into());
+        self
     }
 
     /// Sets the guidance the model reads.
@@ -172,6 +262,14 @@ impl Connector for RustConnector {
 
     fn tools(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(RustTool::resolved_spec).collect()
+    }
+
+    fn positional_args(&self) -> bool {
+        self.positional
+    }
+
+    fn types(&self) -> Option<String> {
+        self.types.clone()
     }
 
     async fn execute(

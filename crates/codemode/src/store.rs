@@ -4,7 +4,8 @@
 //! but never each other's history. Every status change is a compare-and-set on the status
 //! the caller expects, so that many nodes can share one store and exactly one wins a race.
 
-use crate::model::{Execution, LogEntry, PendingAction, Snippet};
+use crate::files::{FileChange, FileChangeOutcome, FileInfo, StoredFile, WorkspaceUsage};
+use crate::model::{Decision, Execution, LogEntry, PendingAction, Snippet};
 use crate::status::ExecutionStatus;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -33,6 +34,8 @@ pub struct Transition {
     pub logs: Option<Vec<String>>,
     /// Epoch ms.
     pub at_ms: i64,
+    /// A decision to append to the execution's `decisions`, with the change.
+    pub decision: Option<Decision>,
 }
 
 /// Refuses a status change outside the core's transition table (a caller bug): stores call
@@ -57,16 +60,30 @@ impl Transition {
             error: None,
             logs: None,
             at_ms,
+            decision: None,
         }
+    }
+
+    /// The same change, recording `decision` with it.
+    pub fn with_decision(mut self, decision: Decision) -> Self {
+        self.decision = Some(decision);
+        self
     }
 }
 
 /// One atomic write: log entries upserted by seq, then an optional status change.
+///
+/// With an `owner`, the write happens only while that node holds the execution's lease (a
+/// pass's, or a decision's taken with [`Store::hold`]). Without one, a status change happens
+/// only while no lease is live (`at_ms` past its end), so it never interleaves with a pass
+/// or a decision; the one exception is `running -> cancelled`, which takes the execution from
+/// the pass that holds it (that pass's next commit then fails). A status change to anything
+/// but `running` drops the lease.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Commit {
     /// The execution written to.
     pub execution_id: String,
-    /// When set, the write happens only while this node still holds the running lease.
+    /// When set, the write happens only while this node still holds the lease.
     pub owner: Option<String>,
     /// Entries to insert or replace (by seq).
     pub entries: Vec<LogEntry>,
@@ -92,6 +109,17 @@ impl Claim {
     pub fn is_won(&self) -> bool {
         matches!(self, Claim::Won(_))
     }
+}
+
+/// What a [`Store::delete_execution`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deletion {
+    /// The execution (terminal, not held) and its log are gone.
+    Deleted(ExecutionStatus),
+    /// Nothing deleted: the execution is running or paused, or a decision holds it.
+    Refused(ExecutionStatus),
+    /// No execution has this id in this runtime.
+    Unknown,
 }
 
 /// Why a store operation failed.
@@ -124,6 +152,40 @@ pub enum StoreError {
 }
 
 /// Where executions, logs and snippets live.
+///
+/// `codemode-sqlite` keeps them in one file; `codemode-postgres` in a database that many
+/// nodes share. A new store must pass the store contract of `codemode-conformance`.
+/// Applications usually read through the [`Runtime`](crate::Runtime) (`execution`,
+/// `executions`, `pending`), but the store can be read directly, e.g. for an audit export:
+///
+/// ```
+/// use codemode::{EntryState, ExecutionStatus, Runtime, RustConnector, RustTool, Store};
+/// use serde_json::{json, Value};
+/// use std::sync::Arc;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let store = Arc::new(codemode_sqlite::SqliteStore::open(dir.path().join("codemode.db"))?);
+/// let executor = Arc::new(codemode_quickjs::QuickJsExecutor::default());
+/// let math = RustConnector::new("math").tool(
+///     RustTool::new("double", |args: Value, _ctx| async move { Ok(json!(args["n"].as_i64().unwrap_or(0) * 2)) })
+///         .read_only(),
+/// );
+/// let runtime = Runtime::builder(store.clone(), executor)
+///     .name("audit-demo")
+///     .connector(math)
+///     .build()?;
+/// let outcome = runtime.call("async () => { await math.double({ n: 21 }); return 'done'; }").await?;
+///
+/// let record = store.execution("audit-demo", outcome.execution_id()).await?.expect("recorded");
+/// assert_eq!(record.status, ExecutionStatus::Completed);
+/// assert_eq!(record.log[0].method, "double");
+/// assert_eq!(record.log[0].result, Some(json!(42)));
+/// assert_eq!(record.log[0].state, EntryState::Applied);
+/// # Ok(())
+/// # }
+/// ```
 #[async_trait]
 pub trait Store: Send + Sync {
     /// Inserts a new running execution, then prunes terminal ones beyond `keep` (oldest
@@ -164,12 +226,30 @@ pub trait Store: Send + Sync {
         available: &[String],
     ) -> Result<Claim, StoreError>;
 
-    /// Deletes one execution and its log; returns its status if it existed.
+    /// Takes `lease` on an execution in `from` (never `running`) without changing its
+    /// status, and reads it in the same transaction: a decision (rollback) holds it so that
+    /// no pass, other decision, expiry or delete interleaves. Refused while a lease is live.
+    async fn hold(
+        &self,
+        runtime: &str,
+        id: &str,
+        from: ExecutionStatus,
+        lease: &Lease,
+        now_ms: i64,
+    ) -> Result<Claim, StoreError>;
+
+    /// Drops the lease `owner` holds on an execution that is not running; false if it did
+    /// not hold it.
+    async fn release(&self, runtime: &str, id: &str, owner: &str) -> Result<bool, StoreError>;
+
+    /// Deletes one terminal execution and its log, unless a live lease holds it (`now_ms`
+    /// decides); running and paused ones are refused.
     async fn delete_execution(
         &self,
         runtime: &str,
         id: &str,
-    ) -> Result<Option<ExecutionStatus>, StoreError>;
+        now_ms: i64,
+    ) -> Result<Deletion, StoreError>;
 
     /// Deletes terminal executions beyond the newest `keep`; returns how many.
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError>;
@@ -201,4 +281,32 @@ pub trait Store: Send + Sync {
 
     /// Deletes a snippet; returns whether it existed.
     async fn delete_snippet(&self, runtime: &str, name: &str) -> Result<bool, StoreError>;
+
+    /// Applies one file change in one transaction: checks the file size limit and the
+    /// workspace quota, writes, and (with a key) keeps what the file was before. A limit
+    /// exceeded writes nothing. Workspaces are named by configuration, not by runtime.
+    async fn change_file(&self, change: &FileChange) -> Result<FileChangeOutcome, StoreError>;
+
+    /// Puts the file a keyed change touched back as it was before that change (removing it
+    /// when it did not exist), ignoring the limits; true if it did, false when the key is
+    /// unknown or was reverted already.
+    async fn revert_file_change(
+        &self,
+        workspace: &str,
+        key: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// One file with its content.
+    async fn read_file(
+        &self,
+        workspace: &str,
+        path: &str,
+    ) -> Result<Option<StoredFile>, StoreError>;
+
+    /// Metadata of the files whose path starts with `prefix` (the raw text), ordered by path.
+    async fn list_files(&self, workspace: &str, prefix: &str) -> Result<Vec<FileInfo>, StoreError>;
+
+    /// Every workspace that holds a file, ordered by name.
+    async fn workspaces(&self) -> Result<Vec<WorkspaceUsage>, StoreError>;
 }

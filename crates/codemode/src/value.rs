@@ -2,6 +2,13 @@
 
 use serde_json::Value;
 
+mod truncate;
+
+pub use truncate::{
+    truncate_outcome, truncate_result, truncate_text, truncate_value, TruncateOptions, Truncated,
+    CHARS_PER_TOKEN, DEFAULT_MAX_RESULT_TOKENS, MAX_BUDGET_CHARS, MIN_BUDGET_CHARS,
+};
+
 /// The most characters one durable value may take serialised (as JavaScript counts them).
 pub const MAX_DURABLE_VALUE_CHARS: usize = 1_000_000;
 
@@ -46,47 +53,6 @@ pub fn canonical_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Options for [`truncate_result`] and [`truncate_text`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TruncateOptions {
-    /// A character budget; overrides `max_tokens`.
-    pub max_chars: Option<usize>,
-    /// A token budget at four characters a token (default 6,000).
-    pub max_tokens: Option<usize>,
-}
-
-impl TruncateOptions {
-    fn budget(&self) -> usize {
-        self.max_chars
-            .unwrap_or_else(|| self.max_tokens.unwrap_or(6_000) * 4)
-    }
-}
-
-/// Cuts `text` to the budget, with a marker saying how much was cut.
-pub fn truncate_text(text: &str, options: TruncateOptions) -> String {
-    let budget = options.budget();
-    let total = text.chars().count();
-    if total <= budget {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(budget).collect();
-    format!(
-        "{kept}\n\n--- [truncated: showing {budget} of {total} characters; return a smaller result or filter it in code] ---"
-    )
-}
-
-/// Leaves small values alone; a value whose JSON exceeds the budget becomes truncated JSON text.
-pub fn truncate_result(value: Value, options: TruncateOptions) -> Value {
-    let text = match &value {
-        Value::String(s) => s.clone(),
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
-    };
-    if text.chars().count() <= options.budget() {
-        return value;
-    }
-    Value::String(truncate_text(&text, options))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,24 +75,5 @@ mod tests {
         assert_eq!(js_len("é"), 1);
         assert_eq!(js_len("😀"), 2);
         assert_eq!(serialized_len(&json!("ab")), 4);
-    }
-
-    #[test]
-    fn truncation_keeps_small_values_and_marks_cut_ones() {
-        let small = json!({"a": [1, 2, 3]});
-        assert_eq!(
-            truncate_result(small.clone(), TruncateOptions::default()),
-            small
-        );
-        let big = json!({"text": "x".repeat(30_000)});
-        let cut = truncate_result(big, TruncateOptions::default());
-        let s = cut.as_str().unwrap();
-        assert!(s.len() < 24_200);
-        assert!(s.contains("truncated: showing 24000 of"));
-        let opts = TruncateOptions {
-            max_chars: Some(10),
-            max_tokens: None,
-        };
-        assert!(truncate_text(&"y".repeat(11), opts).starts_with("yyyyyyyyyy\n"));
     }
 }

@@ -1,13 +1,13 @@
 //! The command line: `serve` and the commands that work on the same database.
 
-mod output;
-mod remote;
-
 use crate::app::{self, CommonArgs, Settings};
 use crate::serve::{self, ServeArgs};
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use codemode::{Outcome, Runtime, RuntimeError, SaveSnippet};
+use codemode::{Outcome, SaveSnippet};
+use codemode_server::audit::{self, AuditRange};
+use codemode_server::text as output;
+use codemode_server::{Client, Control};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::PathBuf;
@@ -18,21 +18,30 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "codemode", version)]
 pub struct Cli {
+    /// Flags every command shares.
     #[command(flatten)]
-    common: CommonArgs,
+    pub common: CommonArgs,
     /// Print JSON instead of human-readable text.
     #[arg(long, global = true)]
-    json: bool,
+    pub json: bool,
+    /// How log lines on stderr look: `text`, or `json` (one object a line); levels: CODEMODE_LOG.
+    #[arg(long, global = true, default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+    /// Say on stderr which store (or server) the command used.
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
     /// A running `codemode serve` (http://HOST:PORT): run, pending, approve, reject, rollback,
     /// executions and show go through its HTTP API instead of the database (token: --token-env).
     #[arg(long, global = true, value_name = "URL")]
-    server: Option<String>,
+    pub server: Option<String>,
+    /// What to do.
     #[command(subcommand)]
-    command: Command,
+    pub command: Command,
 }
 
+/// The subcommands.
 #[derive(Debug, Subcommand)]
-enum Command {
+pub enum Command {
     /// Serve the MCP tool and the HTTP control API.
     Serve(ServeArgs),
     /// Serve an existing MCP server behind the single code tool, over stdio.
@@ -46,7 +55,7 @@ enum Command {
     },
     /// Serve an OpenAPI API as two MCP tools over stdio: `search` (code over the document) and
     /// `execute` (code that calls the API, authenticated host-side).
-    Openapi(crate::openapi_mcp::OpenApiArgs),
+    Openapi(crate::openapi_cmd::OpenApiArgs),
     /// Run code as a new execution: `run FILE`, `run -e CODE` or `run -` (stdin).
     Run {
         /// A file of code, or `-` for stdin.
@@ -73,6 +82,11 @@ enum Command {
         id: String,
         /// The pending action's seq.
         seq: u64,
+    },
+    /// Take over a run left `running` by a server that stopped, once its lease expired.
+    Resume {
+        /// The execution id.
+        id: String,
     },
     /// Revert the applied actions of an execution, newest first.
     Rollback {
@@ -115,6 +129,18 @@ enum Command {
         #[arg(long, default_value_t = 86_400_000)]
         max_age_ms: u64,
     },
+    /// Export every decision and every applied or reverted call in a time window, oldest first.
+    Audit {
+        /// The first instant included: RFC 3339 or epoch milliseconds.
+        #[arg(long, value_name = "T", value_parser = codemode_server::when::parse_arg)]
+        since: i64,
+        /// The first instant excluded (default: now).
+        #[arg(long, value_name = "T", value_parser = codemode_server::when::parse_arg)]
+        until: Option<i64>,
+        /// One JSON object a line, or CSV with a header row.
+        #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "csv"])]
+        format: String,
+    },
     /// Delete terminal executions beyond the newest `--keep`.
     Prune {
         /// How many to keep.
@@ -123,8 +149,9 @@ enum Command {
     },
 }
 
+/// What `snippet` does.
 #[derive(Debug, Subcommand)]
-enum SnippetCommand {
+pub enum SnippetCommand {
     /// Save the code of a completed execution under a name.
     Save {
         /// The snippet name.
@@ -135,6 +162,9 @@ enum SnippetCommand {
         /// What it does.
         #[arg(long)]
         description: Option<String>,
+        /// The JSON Schema its `input` is checked against: JSON, or @FILE.
+        #[arg(long, value_name = "JSON|@FILE")]
+        input_schema: Option<String>,
         /// Save even if the execution did not complete.
         #[arg(long)]
         force: bool,
@@ -151,113 +181,122 @@ enum SnippetCommand {
 
 /// Runs the parsed command line.
 pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
-    if let Command::Serve(args) = &cli.command {
-        serve::run(&cli.common, args).await?;
-        return Ok(ExitCode::SUCCESS);
+    match cli.command {
+        Command::Serve(args) => serve::run(&cli.common, &args).await?,
+        Command::Wrap { name, command } => serve::wrap(&cli.common, &name, command).await?,
+        Command::Openapi(args) => crate::openapi_cmd::run(&cli.common, &args).await?,
+        command => {
+            let (control, again) = connect(&cli.common, cli.server.as_deref()).await?;
+            if cli.verbose {
+                eprintln!(
+                    "codemode: using {}",
+                    again.split_once(' ').map_or("", |a| a.1)
+                );
+            }
+            let out = output::Printer {
+                json: cli.json,
+                again,
+            };
+            return commands(control.as_ref(), &out, cli.json, command).await;
+        }
     }
-    if let Command::Wrap { name, command } = cli.command {
-        serve::wrap(&cli.common, &name, command).await?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Command::Openapi(args) = &cli.command {
-        crate::openapi_mcp::run(&cli.common, args).await?;
-        return Ok(ExitCode::SUCCESS);
-    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The server named by `--server`, else the runtime on the configured store; and how to run
+/// this binary again against the same one.
+async fn connect(common: &CommonArgs, server: Option<&str>) -> Result<(Box<dyn Control>, String)> {
     let me = app::self_command();
-    if let Some(server) = &cli.server {
-        let remote = remote::Remote::new(server, cli.common.token_env.as_deref())?;
-        let token = cli
-            .common
+    if let Some(server) = server {
+        let token = match &common.token_env {
+            Some(var) => match std::env::var(var) {
+                Ok(t) if !t.is_empty() => Some(t),
+                _ => bail!("the bearer token variable {var} (--token-env) is not set or empty"),
+            },
+            None => None,
+        };
+        let flag = common
             .token_env
             .as_ref()
             .map_or(String::new(), |var| format!(" --token-env {var}"));
-        let out = output::Printer {
-            json: cli.json,
-            again: format!("{me} --server {server}{token}"),
-        };
-        return remote_dispatch(&remote, &out, cli.json, cli.command).await;
+        let again = format!("{me} --server {server}{flag}");
+        return Ok((Box::new(Client::new(server, token)?), again));
     }
-    let settings = Settings::load(&cli.common)?;
+    let settings = Settings::load(common)?;
     let app = app::build(&settings).await?;
-    let config = settings
-        .config_path
-        .as_ref()
-        .map_or(String::new(), |p| format!(" --config {}", p.display()));
-    let out = output::Printer {
-        json: cli.json,
-        again: format!("{me} {}{config}", app.store_flag),
-    };
-    let rt = app.runtime;
-    match cli.command {
+    let again = format!(
+        "{me} {}{}",
+        app.store_flag,
+        app::again_flags(&settings, common)
+    );
+    Ok((Box::new(app.runtime), again))
+}
+
+/// The commands on executions and snippets, through `control` (the store or a server).
+async fn commands(
+    control: &dyn Control,
+    out: &output::Printer,
+    json: bool,
+    command: Command,
+) -> Result<ExitCode> {
+    match command {
         Command::Serve(_) | Command::Wrap { .. } | Command::Openapi(_) => {
-            unreachable!("handled above")
+            bail!("serve, wrap and openapi start a server; they are not sent to one")
         }
         Command::Run { file, code } => {
-            let code = read_code(file, code)?;
-            let outcome = rt.call(&code).await?;
-            return offer_approval(
-                outcome,
-                &out,
-                cli.json,
-                async |id| rt.approve(id).await.map_err(explain),
-                async |id, seq| Ok(rt.reject(id, seq).await.map(drop)?),
-            )
-            .await;
+            let outcome = control.run(&read_code(file, code)?).await?;
+            return offer_approval(outcome, out, json, control).await;
         }
-        Command::Pending => out.pending(&rt.pending(None).await?),
+        Command::Pending => out.pending(&control.pending().await?),
         Command::Approve { id } => {
-            let outcome = rt.approve(&id).await.map_err(explain)?;
+            let outcome = control.approve(&id).await?;
             out.outcome(&outcome);
             return Ok(exit_for(&outcome));
         }
         Command::Reject { id, seq } => {
-            if rt.execution(&id).await?.is_none() {
-                return Err(explain(RuntimeError::UnknownExecution(id)));
-            }
-            if !rt.reject(&id, seq).await? {
-                bail!(
-                    "execution {id} has no pending action {seq} (already handled, or not paused)"
-                );
-            }
+            control.reject(&id, seq).await?;
             out.value(
                 &json!({"executionId": id, "rejected": seq, "status": "rejected"}),
                 &format!("rejected action {seq} of {id}; the execution is now rejected"),
             );
         }
-        Command::Rollback { id } => out.rollback(&rt.rollback(&id).await.map_err(explain)?),
-        Command::Executions { limit } => out.executions(&rt.executions(Some(limit)).await?),
-        Command::Show { id } => match rt.execution(&id).await? {
-            Some(e) => out.execution(&e),
-            None => return Err(explain(RuntimeError::UnknownExecution(id))),
-        },
-        Command::Snippets => out.snippets(&rt.snippets().await?),
-        Command::Snippet { command } => snippet(&rt, &out, command).await?,
+        Command::Resume { id } => {
+            let outcome = control.resume(&id).await?;
+            out.outcome(&outcome);
+            return Ok(exit_for(&outcome));
+        }
+        Command::Rollback { id } => out.rollback(&control.rollback(&id).await?),
+        Command::Executions { limit } => out.executions(&control.executions(limit).await?),
+        Command::Show { id } => out.execution(&control.execution(&id).await?),
+        Command::Snippets => out.snippets(&control.snippets().await?),
+        Command::Snippet { command } => snippet(control, out, command).await?,
         Command::Search { query } => {
-            let found = rt.search(&query).await?;
-            let v = serde_json::to_value(&found)?;
+            let v = control.search(&query).await?;
             out.value(&v, &output::search_text(&v));
         }
-        Command::Describe { target } => match rt.describe(&target).await? {
-            Ok(d) => {
-                let v = serde_json::to_value(&d)?;
-                let text = types_or_pretty(&v);
-                out.value(&v, &text);
-            }
-            Err(message) => bail!("{message}"),
-        },
+        Command::Describe { target } => {
+            let v = control.describe(&target).await?;
+            out.value(&v, &types_or_pretty(&v));
+        }
         Command::Types => {
-            let types = rt.types();
+            let types = control.types().await?;
             out.value(&json!({ "types": types }), &types);
         }
         Command::Expire { max_age_ms } => {
-            let ids = rt.expire_paused(Duration::from_millis(max_age_ms)).await?;
-            out.value(
-                &json!({ "expired": ids }),
-                &format!("expired {} paused execution(s)", ids.len()),
-            );
+            let ids = control.expire(Duration::from_millis(max_age_ms)).await?;
+            let text = format!("expired {} paused execution(s)", ids.len());
+            out.value(&json!({ "expired": ids }), &text);
+        }
+        Command::Audit {
+            since,
+            until,
+            format,
+        } => {
+            let records = control.audit(AuditRange { since, until }).await?;
+            print!("{}", audit::render(&records, &format));
         }
         Command::Prune { keep } => {
-            let n = rt.prune_executions(keep).await?;
+            let n = control.prune(keep).await?;
             out.value(
                 &json!({ "deleted": n }),
                 &format!("deleted {n} execution(s)"),
@@ -267,141 +306,36 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The commands that `--server` sends to a running server.
-async fn remote_dispatch(
-    remote: &remote::Remote,
+async fn snippet(
+    control: &dyn Control,
     out: &output::Printer,
-    json: bool,
-    command: Command,
-) -> Result<ExitCode> {
-    match command {
-        Command::Run { file, code } => {
-            let code = read_code(file, code)?;
-            let outcome = remote.call(&code).await?;
-            return offer_approval(
-                outcome,
-                out,
-                json,
-                async |id| remote.approve(id).await,
-                async |id, seq| remote.reject(id, seq).await.map(drop),
-            )
-            .await;
-        }
-        Command::Pending => out.pending(&remote.pending().await?),
-        Command::Approve { id } => {
-            let outcome = remote.approve(&id).await?;
-            out.outcome(&outcome);
-            return Ok(exit_for(&outcome));
-        }
-        Command::Reject { id, seq } => {
-            let v = remote.reject(&id, seq).await?;
-            out.value(
-                &v,
-                &format!("rejected action {seq} of {id}; the execution is now rejected"),
-            );
-        }
-        Command::Rollback { id } => out.rollback(&remote.rollback(&id).await?),
-        Command::Executions { limit } => out.executions(&remote.executions(limit).await?),
-        Command::Show { id } => out.execution(&remote.execution(&id).await?),
-        Command::Snippets => {
-            let snippets: Vec<codemode::Snippet> =
-                serde_json::from_value(remote.get("/api/snippets").await?)?;
-            out.snippets(&snippets)
-        }
-        Command::Snippet { command } => match command {
-            SnippetCommand::Save {
-                name,
-                from,
-                description,
-                force,
-                replace,
-            } => {
-                let body = json!({
-                    "name": name, "executionId": from, "description": description,
-                    "force": force, "replace": replace,
-                });
-                let v = remote.post("/api/snippets", body).await?;
-                let text =
-                    format!("saved snippet {name}; run it with codemode.run({name:?}, input)");
-                out.value(&v, &text);
-            }
-            SnippetCommand::Delete { name } => {
-                let path = format!("/api/snippets/{}", remote::enc(&name));
-                let v = remote.delete(&path).await?;
-                out.value(&v, &format!("deleted snippet {name}"));
-            }
-        },
-        Command::Search { query } => {
-            let v = remote
-                .get(&format!("/api/search?q={}", remote::enc(&query)))
-                .await?;
-            out.value(&v, &output::search_text(&v));
-        }
-        Command::Describe { target } => {
-            let v = remote
-                .get(&format!("/api/describe?target={}", remote::enc(&target)))
-                .await?;
-            let text = types_or_pretty(&v);
-            out.value(&v, &text);
-        }
-        Command::Types => {
-            let v = remote.get("/api/types").await?;
-            let text = types_or_pretty(&v);
-            out.value(&v, &text);
-        }
-        Command::Expire { max_age_ms } => {
-            let v = remote
-                .post("/api/expire", json!({ "max_age_ms": max_age_ms }))
-                .await?;
-            let n = v["expired"].as_array().map_or(0, Vec::len);
-            out.value(&v, &format!("expired {n} paused execution(s)"));
-        }
-        Command::Prune { keep } => {
-            let v = remote.post("/api/prune", json!({ "keep": keep })).await?;
-            let n = v["deleted"].as_u64().unwrap_or(0);
-            out.value(&v, &format!("deleted {n} execution(s)"));
-        }
-        Command::Serve(_) | Command::Wrap { .. } | Command::Openapi(_) => {
-            unreachable!("handled before --server")
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn snippet(rt: &Runtime, out: &output::Printer, command: SnippetCommand) -> Result<()> {
+    command: SnippetCommand,
+) -> Result<()> {
     match command {
         SnippetCommand::Save {
             name,
             from,
             description,
+            input_schema,
             force,
             replace,
         } => {
-            let s = rt
-                .save_snippet(
-                    &name,
-                    SaveSnippet {
-                        execution_id: from,
-                        description,
-                        input_schema: None,
-                        force,
-                        replace,
-                    },
-                )
-                .await
-                .map_err(explain)?;
-            out.value(
-                &serde_json::to_value(&s)?,
-                &format!(
-                    "saved snippet {}; run it with codemode.run({:?}, input)",
-                    s.name, s.name
-                ),
+            let save = SaveSnippet {
+                execution_id: from,
+                description,
+                input_schema: input_schema.as_deref().map(read_schema).transpose()?,
+                force,
+                replace,
+            };
+            let s = control.save_snippet(&name, save).await?;
+            let text = format!(
+                "saved snippet {}; run it with codemode.run({:?}, input)",
+                s.name, s.name
             );
+            out.value(&serde_json::to_value(&s)?, &text);
         }
         SnippetCommand::Delete { name } => {
-            if !rt.delete_snippet(&name).await? {
-                bail!("no snippet named {name:?}");
-            }
+            control.delete_snippet(&name).await?;
             out.value(
                 &json!({ "deleted": name }),
                 &format!("deleted snippet {name}"),
@@ -411,7 +345,20 @@ async fn snippet(rt: &Runtime, out: &output::Printer, command: SnippetCommand) -
     Ok(())
 }
 
-/// The `types` text of a describe or types answer, else the answer pretty-printed.
+/// `--input-schema`: JSON, or `@FILE` holding it.
+fn read_schema(arg: &str) -> Result<Value> {
+    let (text, origin) = match arg.strip_prefix('@') {
+        Some(file) => (
+            std::fs::read_to_string(file)
+                .with_context(|| format!("--input-schema: cannot read {file}"))?,
+            file,
+        ),
+        None => (arg.to_string(), "the argument"),
+    };
+    serde_json::from_str(&text).with_context(|| format!("--input-schema: {origin} is not JSON"))
+}
+
+/// The `types` text of a describe answer, else the answer pretty-printed.
 fn types_or_pretty(v: &Value) -> String {
     v.get("types")
         .and_then(Value::as_str)
@@ -424,8 +371,7 @@ async fn offer_approval(
     mut outcome: Outcome,
     out: &output::Printer,
     json: bool,
-    approve: impl AsyncFn(&str) -> Result<Outcome>,
-    reject: impl AsyncFn(&str, u64) -> Result<()>,
+    control: &dyn Control,
 ) -> Result<ExitCode> {
     out.outcome(&outcome);
     while let Outcome::Paused {
@@ -442,12 +388,12 @@ async fn offer_approval(
             first.connector, first.method, first.args
         ))? {
             Answer::Yes => {
-                outcome = approve(execution_id).await?;
+                outcome = control.approve(execution_id).await?;
                 out.outcome(&outcome);
             }
             Answer::Reject => {
-                reject(execution_id, first.seq).await?;
-                println!("rejected; the execution is now rejected");
+                control.reject(execution_id, first.seq).await?;
+                output::line("rejected; the execution is now rejected");
                 return Ok(ExitCode::from(2));
             }
             Answer::Later => break,
@@ -486,8 +432,9 @@ fn interactive() -> bool {
 
 fn ask(prompt: &str) -> Result<Answer> {
     use std::io::Write;
-    print!("{prompt}");
-    std::io::stdout().flush()?;
+    let mut stdout = std::io::stdout();
+    stdout.write_all(prompt.as_bytes())?;
+    stdout.flush()?;
     let mut line = String::new();
     std::io::stdin().read_line(&mut line)?;
     Ok(match line.trim().to_ascii_lowercase().as_str() {
@@ -503,8 +450,4 @@ fn exit_for(outcome: &Outcome) -> ExitCode {
         Outcome::Paused { .. } => ExitCode::from(3),
         Outcome::Error { .. } => ExitCode::from(2),
     }
-}
-
-fn explain(e: RuntimeError) -> anyhow::Error {
-    anyhow::Error::new(e)
 }

@@ -59,8 +59,19 @@ pub fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
 
 /// Starts `codemode serve` in `dir` on the store `store` (any `--store` URL).
 pub fn serve_on(dir: &Path, store: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
+    serve_bin_on(BIN, dir, store, args, env)
+}
+
+/// Starts `bin serve` (another build of `codemode`, for comparisons) in `dir` on `store`.
+pub fn serve_bin_on(
+    bin: &str,
+    dir: &Path,
+    store: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Server {
     let db = dir.join("codemode.db");
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(bin);
     cmd.current_dir(dir)
         .arg("serve")
         .arg("--store")
@@ -187,7 +198,8 @@ impl KeepAlive {
 
     /// `DELETE path`; the JSON answer.
     pub fn delete(&mut self, path: &str) -> serde_json::Value {
-        self.write(self.head("DELETE", path, None).as_bytes())
+        // State-changing requests are JSON only, even without a body.
+        self.write(self.head("DELETE", path, Some(0)).as_bytes())
             .and_then(|()| self.answer())
             .unwrap()
     }

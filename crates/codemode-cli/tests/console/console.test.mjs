@@ -324,11 +324,20 @@ test('the token prompt: asked once, kept for the tab, sent with every request', 
 });
 
 /** Starts `codemode serve` on `listen`; resolves with the process and its base URL. */
-function startServer(listen, db, extra = []) {
+/** Every server a test started, killed when the tests end even if a test failed first. */
+const started = new Set();
+after(() => {
+  for (const child of started) child.kill('SIGKILL');
+});
+
+function startServer(listen, db, extra = [], env = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.env.CODEMODE_BIN, ['serve', '--listen', listen, '--store', `sqlite:${db}`, ...extra], {
       stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...env },
     });
+    started.add(child);
+    child.on('exit', () => started.delete(child));
     let seen = '';
     child.stderr.on('data', (d) => {
       seen += d;
@@ -384,7 +393,8 @@ test('rollback confirmation: calls whose connector is gone or has no revert cann
   }));
   server = await startServer('127.0.0.1:0', db, ['--openapi', `items=${spec}@http://127.0.0.1:9`]);
   const connectors = (await api(server.base, 'GET', '/api/connectors')).body;
-  assert.deepEqual(connectors.connectors.map((c) => c.name), ['items']);
+  // The configured connector, then the workspace connector `state` (on by default).
+  assert.deepEqual(connectors.connectors.map((c) => c.name), ['items', 'state']);
   const create = connectors.connectors[0].methods.find((m) => m.name === 'createItem');
   assert.equal(create.requiresApproval, true);
   assert.equal(create.hasRevert, false);
@@ -406,4 +416,48 @@ test('rollback confirmation: calls whose connector is gone or has no revert cann
   await done(page);
   await stop(server.child);
   rmSync(dir, { recursive: true, force: true });
+});
+
+test('roles: a run token sees no Approve button and why; an approve token approves', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'codemode-roles-'));
+  const config = path.join(dir, 'codemode.toml');
+  writeFileSync(config, [
+    'demo = true',
+    '[auth.tokens.bot]', 'env = "CM_ROLE_RUN"', 'role = "run"',
+    '[auth.tokens.ops]', 'env = "CM_ROLE_APPROVE"', 'role = "approve"', '',
+  ].join('\n'));
+  const env = { CM_ROLE_RUN: 'bot-token-1', CM_ROLE_APPROVE: 'ops-token-1' };
+  const { child, base } = await startServer('127.0.0.1:0', path.join(dir, 'r.db'), ['--config', config], env);
+  try {
+    const out = await run("return await tasks.create_task({ title: 'decided by ops' })", base, env.CM_ROLE_RUN);
+    assert.equal(out.status, 'paused');
+    const signIn = async (token) => {
+      const page = await tab(base + '/#/pending');
+      await page.locator('dialog[open] #token-input').fill(token);
+      await page.keyboard.press('Enter');
+      return page;
+    };
+    // The run token: the card, no Approve or Reject, and a sentence saying why.
+    const runner = await signIn(env.CM_ROLE_RUN);
+    const c = card(runner, out.executionId, 0);
+    await c.locator('.no-decide').waitFor();
+    assert.match(await c.locator('.no-decide').textContent(), /bot.*role run.*not approve/);
+    assert.equal(await c.locator('button[data-action="approve"]').count(), 0);
+    assert.match(await runner.locator('#whoami').textContent(), /bot \(role run\)/);
+    await shot(runner, '12-run-token');
+    await done(runner);
+    // The approve token: Approve is there and works; the decision names the token.
+    const approver = await signIn(env.CM_ROLE_APPROVE);
+    const a = card(approver, out.executionId, 0);
+    await a.locator('button[data-action="approve"]').click();
+    await a.locator('.outcome.ok').waitFor();
+    assert.match(await approver.locator('#whoami').textContent(), /ops \(role approve\)/);
+    await done(approver);
+    const e = await api(base, 'GET', `/api/executions/${out.executionId}`, undefined, env.CM_ROLE_RUN);
+    assert.equal(e.body.status, 'completed');
+    assert.equal(e.body.decisions[0].by, 'ops');
+  } finally {
+    await stop(child);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

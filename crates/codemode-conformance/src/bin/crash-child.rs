@@ -1,18 +1,34 @@
 //! Runs the crash script against a database and dies where it is told to.
 //!
-//! Usage: `crash-child DB JOURNAL before|after SEQ`
+//! Usage: `crash-child DB JOURNAL before|after SEQ [approved|batch|batch-parallel]`; with
+//! `approved` it runs the approved-write script and approves it, dying inside the approved
+//! write; with `batch` it runs the batch script, approves the batch and dies inside the
+//! write at SEQ, the ledger's writes running one at a time (so the ones before SEQ have run
+//! and the ones after it have not); `batch-parallel` runs them at once.
 
 use codemode::Runtime;
-use codemode_conformance::journal::{ledger, CrashPoint, CRASH_SCRIPT};
+use codemode_conformance::journal::{
+    ledger, CrashPoint, APPROVED_WRITE_SCRIPT, BATCH_WRITE_SCRIPT, CRASH_SCRIPT,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, db, journal, point, seq] = args.as_slice() else {
-        eprintln!("usage: crash-child DB JOURNAL before|after SEQ");
-        std::process::exit(2);
+    let (db, journal, point, seq, mode) = match args.as_slice() {
+        [_, db, journal, point, seq] => (db, journal, point, seq, ""),
+        [_, db, journal, point, seq, mode]
+            if ["approved", "batch", "batch-parallel"].contains(&mode.as_str()) =>
+        {
+            (db, journal, point, seq, mode.as_str())
+        }
+        _ => {
+            eprintln!(
+                "usage: crash-child DB JOURNAL before|after SEQ [approved|batch|batch-parallel]"
+            );
+            std::process::exit(2);
+        }
     };
     let seq: u64 = seq.parse().expect("SEQ is a number");
     let crash = match point.as_str() {
@@ -25,12 +41,32 @@ async fn main() {
     let options =
         codemode_quickjs::QuickJsOptions::default().with_wall_time(Duration::from_millis(150));
     let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(options));
-    let runtime = Runtime::builder(store, executor)
+    let mut builder = Runtime::builder(store, executor)
         .connector(ledger(journal.into(), crash))
         // A short lease, so the test can take the run over soon after this process dies.
-        .lease(Duration::from_millis(300))
-        .build()
-        .expect("runtime");
+        .lease(Duration::from_millis(300));
+    if mode == "batch" {
+        builder = builder.max_in_flight_for("ledger", 1);
+    }
+    let runtime = builder.build().expect("runtime");
+    if mode == "batch" || mode == "batch-parallel" {
+        let outcome = runtime.call(BATCH_WRITE_SCRIPT).await.expect("call");
+        let outcome = runtime
+            .approve(outcome.execution_id())
+            .await
+            .expect("approve");
+        println!("{}", serde_json::to_string(&outcome).unwrap());
+        return;
+    }
+    if mode == "approved" {
+        let outcome = runtime.call(APPROVED_WRITE_SCRIPT).await.expect("call");
+        let outcome = runtime
+            .approve(outcome.execution_id())
+            .await
+            .expect("approve");
+        println!("{}", serde_json::to_string(&outcome).unwrap());
+        return;
+    }
     let outcome = runtime.call(CRASH_SCRIPT).await.expect("call");
     println!("{}", serde_json::to_string(&outcome).unwrap());
 }

@@ -14,7 +14,7 @@ async fn paused_with_a_log(store: &dyn Store, id: &str) {
     let mut e = execution(id, 1);
     e.log = vec![entry(0, EntryState::Applied), entry(1, EntryState::Pending)];
     insert_execution(store, RT, &e, 1_000).await;
-    let pause = transition(id, None, Running, Paused, 5);
+    let pause = transition(id, Some("n"), Running, Paused, 5);
     assert!(store.commit(RT, &pause).await.unwrap(), "the pause");
 }
 

@@ -29,6 +29,9 @@ pub async fn a_commit_upserts_entries_by_seq(store: &dyn Store) {
         requires_approval: false,
         ephemeral: true,
         state: Applied,
+        approved_args: None,
+        decisions: Vec::new(),
+        delivered: None,
     };
     let second = commit("e", Some("n1"), vec![applied.clone(), step.clone()]);
     assert!(
@@ -260,7 +263,7 @@ pub async fn a_commit_on_a_missing_execution_writes_nothing(store: &dyn Store) {
 
 /// An illegal transition, in a commit or a claim, is an error naming it and writes nothing.
 pub async fn an_illegal_transition_is_an_error_and_writes_nothing(store: &dyn Store) {
-    insert(store, RT, "e", 1, "n1", 100).await;
+    insert(store, RT, "e", 1, "n", 100).await;
     let before = read(store, RT, "e").await;
     let c = Commit {
         transition: Some(Transition::new(Running, Rejected, 5)),
@@ -301,5 +304,66 @@ fn assert_illegal(err: &StoreError, names: &str) {
             "the error must name the illegal transition {names}: {m}"
         ),
         other => panic!("expected a backend error refusing {names}, got {other:?}"),
+    }
+}
+
+/// Every status pair, tried through the store on an execution brought to `from` by legal
+/// steps: the store writes exactly the transitions the contract allows (written out here,
+/// not read from the table) and refuses every other one, writing nothing.
+pub async fn every_status_transition_is_written_exactly_when_the_contract_allows_it(
+    store: &dyn Store,
+) {
+    use ExecutionStatus::*;
+    const ALLOWED: &[(ExecutionStatus, ExecutionStatus)] = &[
+        (Running, Completed),
+        (Running, Paused),
+        (Running, Error),
+        (Paused, Running),
+        (Paused, Rejected),
+        (Paused, RolledBack),
+        (Completed, RolledBack),
+        (Error, RolledBack),
+        (Rejected, RolledBack),
+        (Running, Cancelled),
+        (Cancelled, RolledBack),
+    ];
+    let path_to = |status: ExecutionStatus| -> &'static [ExecutionStatus] {
+        match status {
+            Running => &[],
+            Paused => &[Paused],
+            Completed => &[Completed],
+            Error => &[Error],
+            Rejected => &[Paused, Rejected],
+            RolledBack => &[Completed, RolledBack],
+            Cancelled => &[Cancelled],
+        }
+    };
+    let mut n = 0;
+    for from in ExecutionStatus::ALL {
+        for to in ExecutionStatus::ALL {
+            // running -> running is a take-over: only a claim makes it (its own case).
+            if (from, to) == (Running, Running) {
+                continue;
+            }
+            n += 1;
+            let id = format!("t{n}");
+            insert(store, RT, &id, 1, "n", FAR).await;
+            move_through(store, RT, &id, path_to(from), 2).await;
+            let before = read(store, RT, &id).await;
+            assert_eq!(before.status, from);
+            let owner = (from == Running).then_some("n");
+            let result = store.commit(RT, &transition(&id, owner, from, to, 3)).await;
+            if ALLOWED.contains(&(from, to)) {
+                assert!(
+                    result.as_ref().is_ok_and(|w| *w),
+                    "{from} -> {to} must be written: {result:?}"
+                );
+                assert_eq!(read(store, RT, &id).await.status, to);
+            } else {
+                let err = result.expect_err(&format!("{from} -> {to} must be refused"));
+                assert_illegal(&err, &format!("{from} -> {to}"));
+                assert_eq!(read(store, RT, &id).await, before, "{from} -> {to} wrote");
+            }
+        }
     }
 }

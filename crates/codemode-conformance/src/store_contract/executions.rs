@@ -1,12 +1,12 @@
 //! Executions: insert, read back, list, filter and delete.
 
 use super::{
-    entry, execution, insert, insert_execution, lease, listed, move_through, read, transition, FAR,
-    RT,
+    commit, entry, execution, insert, insert_execution, lease, listed, move_through, read,
+    transition, FAR, RT,
 };
-use codemode::{EntryState, ExecutionStatus, Store};
-use EntryState::{Applied, Executing, Pending};
-use ExecutionStatus::{Completed, Error, Paused, Running};
+use codemode::{Claim, Deletion, EntryState, ExecutionStatus, Store};
+use EntryState::{Applied, Executing, Pending, Reverted};
+use ExecutionStatus::{Completed, Error, Paused, Rejected, RolledBack, Running};
 
 /// An inserted execution reads back equal, log and console output included, JSON keys in order.
 pub async fn an_inserted_execution_reads_back_exactly(store: &dyn Store) {
@@ -87,15 +87,30 @@ pub async fn executions_filter_by_status(store: &dyn Store) {
     assert!(listed(store, RT, None, Some(Error)).await.is_empty());
 }
 
-/// Deleting returns the status and removes the execution, its log and its pending actions.
+/// Deleting a terminal execution returns its status and removes it, its log and its
+/// pending actions; a running or paused one is refused and stays whole.
 pub async fn delete_removes_the_execution_and_its_log(store: &dyn Store) {
     let mut e = execution("e1", 1);
-    e.log = vec![entry(0, Pending)];
+    e.log = vec![entry(0, Applied), entry(1, Pending)];
     insert_execution(store, RT, &e, 50).await;
-    let status = store.delete_execution(RT, "e1").await.unwrap();
-    assert_eq!(status, Some(Running));
-    assert_eq!(store.delete_execution(RT, "e1").await.unwrap(), None);
+    let delete = |id: &'static str| store.delete_execution(RT, id, 100);
+    assert_eq!(delete("e1").await.unwrap(), Deletion::Refused(Running));
+    move_through(store, RT, "e1", &[Paused], 4).await;
+    assert_eq!(store.pending(RT, None).await.unwrap().len(), 1);
+    assert_eq!(delete("e1").await.unwrap(), Deletion::Refused(Paused));
+    assert_eq!(
+        read(store, RT, "e1").await.log.len(),
+        2,
+        "a refused delete kept the log"
+    );
+    assert_eq!(store.pending(RT, None).await.unwrap().len(), 1);
+
+    let reject = transition("e1", None, Paused, Rejected, 5);
+    assert!(store.commit(RT, &reject).await.unwrap(), "the rejection");
+    assert_eq!(delete("e1").await.unwrap(), Deletion::Deleted(Rejected));
+    assert_eq!(delete("e1").await.unwrap(), Deletion::Unknown);
     assert_eq!(store.execution(RT, "e1").await.unwrap(), None);
+    assert!(store.pending(RT, Some("e1")).await.unwrap().is_empty());
     assert!(listed(store, RT, None, None).await.is_empty());
     // A new execution with the same id starts with an empty log.
     insert(store, RT, "e1", 2, "n", FAR).await;
@@ -103,16 +118,86 @@ pub async fn delete_removes_the_execution_and_its_log(store: &dyn Store) {
         read(store, RT, "e1").await.log.is_empty(),
         "a reused id's log"
     );
-
-    let mut p = execution("p", 3);
-    p.log = vec![entry(0, Applied), entry(1, Pending)];
-    insert_execution(store, RT, &p, 50).await;
-    let pause = transition("p", Some("n"), Running, Paused, 4);
-    assert!(store.commit(RT, &pause).await.unwrap(), "the pause");
-    assert_eq!(store.pending(RT, None).await.unwrap().len(), 1);
-    assert_eq!(store.delete_execution(RT, "p").await.unwrap(), Some(Paused));
-    assert!(store.pending(RT, None).await.unwrap().is_empty());
-    assert!(store.pending(RT, Some("p")).await.unwrap().is_empty());
-    assert_eq!(store.delete_execution(RT, "missing").await.unwrap(), None);
+    assert_eq!(delete("missing").await.unwrap(), Deletion::Unknown);
     assert_eq!(listed(store, RT, None, None).await, ["e1"]);
+}
+
+/// A hold takes a lease on an execution that is not running without changing its status;
+/// while it is live, no claim, other hold, ownerless transition or delete gets through, and
+/// the holder's own commits do; a release (or a transition by the holder) frees it.
+pub async fn a_hold_excludes_every_other_decision_until_released(store: &dyn Store) {
+    let mut e = execution("h", 1);
+    e.log = vec![entry(0, Applied), entry(1, Pending)];
+    insert_execution(store, RT, &e, 50).await;
+    let hold = |owner: &'static str, from, now| async move {
+        store.hold(RT, "h", from, &lease(owner, 1_000), now).await
+    };
+    assert!(
+        matches!(hold("a", Running, 10).await.unwrap(), Claim::Refused(_)),
+        "a running execution cannot be held"
+    );
+    move_through(store, RT, "h", &[Paused], 5).await;
+    let Claim::Won(held) = hold("a", Paused, 10).await.unwrap() else {
+        panic!("the first hold must win")
+    };
+    assert_eq!(held.status, Paused, "a hold keeps the status");
+    assert_eq!(held.log.len(), 2, "a hold reads the log");
+    assert!(matches!(
+        hold("b", Paused, 10).await.unwrap(),
+        Claim::Refused(_)
+    ));
+    assert!(
+        matches!(hold("a", Paused, 10).await.unwrap(), Claim::Refused(_)),
+        "not even by its owner"
+    );
+    let available = execution("h", 0).connectors;
+    let approver = lease("b", 2_000);
+    let approve = store.claim(RT, "h", Paused, &approver, 10, &available);
+    assert!(
+        matches!(approve.await.unwrap(), Claim::Refused(_)),
+        "a claim while held"
+    );
+    let reject = transition("h", None, Paused, Rejected, 10);
+    assert!(
+        !store.commit(RT, &reject).await.unwrap(),
+        "a rejection while held"
+    );
+    let stranger = commit("h", Some("b"), vec![entry(0, Reverted)]);
+    assert!(
+        !store.commit(RT, &stranger).await.unwrap(),
+        "a commit by another node"
+    );
+    assert_eq!(
+        store.delete_execution(RT, "h", 10).await.unwrap(),
+        Deletion::Refused(Paused)
+    );
+    let own = commit("h", Some("a"), vec![entry(0, Reverted)]);
+    assert!(store.commit(RT, &own).await.unwrap(), "the holder's commit");
+    assert_eq!(read(store, RT, "h").await.log[0].state, Reverted);
+
+    assert!(
+        !store.release(RT, "h", "b").await.unwrap(),
+        "only the owner releases"
+    );
+    assert!(store.release(RT, "h", "a").await.unwrap());
+    assert!(!store.release(RT, "h", "a").await.unwrap(), "released once");
+    assert!(matches!(
+        hold("b", Paused, 10).await.unwrap(),
+        Claim::Won(_)
+    ));
+    // An expired hold is taken over; the holder's transition drops the lease.
+    assert!(matches!(
+        hold("c", Paused, 1_001).await.unwrap(),
+        Claim::Won(_)
+    ));
+    let back = transition("h", Some("c"), Paused, RolledBack, 1_002);
+    assert!(
+        store.commit(RT, &back).await.unwrap(),
+        "the holder's transition"
+    );
+    assert_eq!(read(store, RT, "h").await.status, RolledBack);
+    assert_eq!(
+        store.delete_execution(RT, "h", 1_003).await.unwrap(),
+        Deletion::Deleted(RolledBack)
+    );
 }

@@ -9,13 +9,17 @@
 
 mod claim;
 mod commit;
+mod decisions;
 mod executions;
+mod files;
 mod queries;
 mod runtimes;
 
 pub use claim::*;
 pub use commit::*;
+pub use decisions::*;
 pub use executions::*;
+pub use files::*;
 pub use queries::*;
 pub use runtimes::*;
 
@@ -38,6 +42,9 @@ macro_rules! for_each_store_contract_case {
             a_commit_by_a_node_that_lost_its_lease_writes_nothing,
             a_commit_on_a_missing_execution_writes_nothing,
             an_illegal_transition_is_an_error_and_writes_nothing,
+            every_status_transition_is_written_exactly_when_the_contract_allows_it,
+            decisions_and_approved_args_are_kept_in_order,
+            a_cancel_takes_the_run_from_the_pass_holding_it,
             only_one_of_two_claims_on_a_paused_execution_wins,
             a_claim_on_a_running_execution_waits_for_its_lease_to_expire,
             a_claim_from_another_status_or_on_a_missing_execution_loses,
@@ -49,6 +56,7 @@ macro_rules! for_each_store_contract_case {
             executions_list_newest_first_with_their_logs,
             executions_filter_by_status,
             delete_removes_the_execution_and_its_log,
+            a_hold_excludes_every_other_decision_until_released,
             retention_prunes_the_oldest_terminal_executions_and_never_running_or_paused,
             retention_breaks_created_at_ties_by_insertion_order,
             a_pruned_execution_leaves_no_log_behind,
@@ -57,6 +65,10 @@ macro_rules! for_each_store_contract_case {
             snippets_are_saved_replaced_listed_by_name_and_deleted,
             runtime_names_keep_separate_executions,
             runtime_names_keep_separate_snippets,
+            file_changes_apply_once_per_key_and_count_bytes,
+            a_file_change_over_a_limit_writes_nothing,
+            reverting_file_changes_restores_what_was_there,
+            files_list_by_prefix_and_workspaces_stay_apart,
         }
     };
 }
@@ -80,6 +92,7 @@ fn execution(id: &str, created_at: i64) -> Execution {
         connectors: vec!["github".into(), "stripe".into()],
         created_at,
         updated_at: created_at,
+        decisions: Vec::new(),
     }
 }
 
@@ -105,6 +118,9 @@ fn entry(seq: u64, state: EntryState) -> LogEntry {
         requires_approval: state == EntryState::Pending,
         ephemeral: false,
         state,
+        approved_args: None,
+        decisions: Vec::new(),
+        delivered: None,
     }
 }
 
@@ -167,8 +183,9 @@ async fn insert(
     assert_eq!(pruned, 0, "inserting {id} pruned with nothing to prune");
 }
 
-/// Moves a running execution through `path` (from `running`, each step without an owner
-/// condition) at `at`, asserting that every step is written.
+/// Moves a running execution (leased by `n`) through `path` at `at`: the step out of
+/// `running` as its lease owner, the later ones without an owner condition. Asserts that
+/// every step is written.
 async fn move_through(
     store: &dyn Store,
     runtime: &str,
@@ -178,7 +195,8 @@ async fn move_through(
 ) {
     let mut from = ExecutionStatus::Running;
     for &to in path {
-        let step = transition(id, None, from, to, at);
+        let owner = (from == ExecutionStatus::Running).then_some("n");
+        let step = transition(id, owner, from, to, at);
         let written = store
             .commit(runtime, &step)
             .await

@@ -97,11 +97,12 @@ pub async fn runtime_names_keep_separate_executions(store: &dyn Store) {
     move_through(store, "research", "next", &[Completed], 5).await;
     let ops = execution("same-id", 6);
     insert_execution(store, "operations", &ops, 50).await;
-    let deleted = store.delete_execution("operations", "same-id").await;
-    assert_eq!(deleted.unwrap(), Some(Running));
+    move_through(store, "operations", "same-id", &[Completed], 7).await;
+    let deleted = store.delete_execution("operations", "same-id", 8).await;
+    assert_eq!(deleted.unwrap(), codemode::Deletion::Deleted(Completed));
     assert_eq!(
-        store.delete_execution("third", "same-id").await.unwrap(),
-        None
+        store.delete_execution("third", "same-id", 8).await.unwrap(),
+        codemode::Deletion::Unknown
     );
     assert_eq!(read(store, "research", "same-id").await, research);
     assert_eq!(

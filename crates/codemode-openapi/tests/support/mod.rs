@@ -83,6 +83,19 @@ async fn echo_fail(
     )
 }
 
+/// The request body and content type as received: `{contentType, text, bytes}`.
+async fn raw(headers: HeaderMap, body: axum::body::Bytes) -> Json<Value> {
+    let ct = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    Json(json!({
+        "contentType": ct,
+        "text": String::from_utf8_lossy(&body),
+        "bytes": body.to_vec(),
+    }))
+}
+
 async fn text() -> &'static str {
     "plain hello"
 }
@@ -112,6 +125,7 @@ pub async fn start() -> Server {
         .route("/echo", get(echo))
         .route("/echo-fail", get(echo_fail))
         .route("/text", get(text))
+        .route("/raw", axum::routing::post(raw))
         .route("/slow", get(slow))
         .route("/big-error", get(big_error))
         .route("/spec.json", get(spec))

@@ -38,6 +38,7 @@ pub fn execution(id: &str, created_at: i64) -> Execution {
         connectors: vec!["probe".into()],
         created_at,
         updated_at: created_at,
+        decisions: Vec::new(),
     }
 }
 
@@ -66,6 +67,9 @@ pub fn entry(seq: u64, state: EntryState) -> LogEntry {
         requires_approval: state == EntryState::Pending,
         ephemeral: false,
         state,
+        approved_args: None,
+        decisions: Vec::new(),
+        delivered: None,
     }
 }
 

@@ -54,6 +54,7 @@ pub fn namespaces() -> Vec<Namespace> {
     vec![Namespace {
         name: "tasks".into(),
         methods: vec!["list_tasks".into(), "create_task".into(), "get".into()],
+        ..Default::default()
     }]
 }
 

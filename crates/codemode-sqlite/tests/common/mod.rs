@@ -31,6 +31,7 @@ pub fn execution(id: &str, created_at: i64) -> Execution {
         connectors: vec!["github".into(), "stripe".into()],
         created_at,
         updated_at: created_at,
+        decisions: Vec::new(),
     }
 }
 
@@ -59,6 +60,9 @@ pub fn entry(seq: u64, state: EntryState) -> LogEntry {
         requires_approval: state == EntryState::Pending,
         ephemeral: false,
         state,
+        approved_args: None,
+        decisions: Vec::new(),
+        delivered: None,
     }
 }
 

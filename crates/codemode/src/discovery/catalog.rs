@@ -26,6 +26,10 @@ pub struct ConnectorInfo {
     pub tools: Vec<ToolSpec>,
     /// One line shown beside the name in the tool description.
     pub hint: Option<String>,
+    /// Its methods take positional arguments, so declarations show them as parameters.
+    pub positional: bool,
+    /// Hand-written declarations shown instead of the generated ones.
+    pub types: Option<String>,
 }
 
 impl ConnectorInfo {
@@ -36,6 +40,8 @@ impl ConnectorInfo {
             instructions: None,
             tools,
             hint: None,
+            positional: false,
+            types: None,
         }
     }
 }
@@ -118,6 +124,10 @@ impl Catalog {
                 name: &tool.name,
                 summary,
                 description,
+                http: tool
+                    .http
+                    .as_ref()
+                    .map(|h| (h.method.as_str(), h.path.as_str())),
             }
         }));
         Ok(Catalog {
@@ -159,7 +169,8 @@ impl Catalog {
     pub fn search(&self, query: &str, snippets: &[Snippet]) -> SearchOutput {
         let query = Query::parse(query);
         let mut results: Vec<(f32, SearchResult)> = Vec::new();
-        for (m, score) in self.index.search(&query) {
+        let (hits, unmatched) = self.index.search(&query);
+        for (m, score) in hits {
             let method = &self.methods[m];
             let connector = &self.connectors[method.connector];
             let tool = &connector.tools[method.tool];
@@ -183,6 +194,7 @@ impl Catalog {
                 name: &snippet.name,
                 summary: &summary,
                 description: &snippet.description,
+                http: None,
             };
             if let Some(score) = score_unindexed(&query, &doc) {
                 results.push((
@@ -201,7 +213,17 @@ impl Catalog {
         }
         results.sort_by(|(a, ra), (b, rb)| b.total_cmp(a).then_with(|| ra.path.cmp(&rb.path)));
         let total = results.len();
-        let mut note = query.note;
+        let mut note = query.note.clone();
+        if total > 0 && !unmatched.is_empty() && note.is_none() {
+            note = Some(format!(
+                "no method mentions {}; results match the other words.",
+                unmatched
+                    .iter()
+                    .map(|w| format!("{w:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         if total == 0 && note.is_none() {
             note = Some(
                 "nothing matched every word; try fewer or other words, or describe a connector to list its methods."

@@ -24,6 +24,8 @@ pub enum DescribeKind {
     Method,
     /// A saved snippet.
     Snippet,
+    /// The methods a glob such as `github.issues_*` matched.
+    Methods,
 }
 
 /// What `codemode.describe(target)` returns.
@@ -35,20 +37,80 @@ pub struct DescribeOutput {
     /// Connector instructions, the method's description, or the snippet's description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// TypeScript declarations.
+    /// TypeScript declarations (for a large connector or a glob: a listing of its methods).
     pub types: String,
     /// What the path names.
     pub kind: DescribeKind,
+    /// The page shown, when the answer is paged (from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<usize>,
+    /// How many pages there are, when the answer is paged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<usize>,
+    /// What was left out or shortened, and how to ask for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
+
+/// Options of `codemode.describe(target, options)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DescribeOptions {
+    /// The page of a connector's or glob's method listing (from 1).
+    pub page: Option<usize>,
+    /// A method's output type whole, however deep or large.
+    pub full: bool,
+    /// The answer's budget in tokens (default 6,000; clamped to 50..=250,000).
+    pub max_tokens: Option<usize>,
+}
+
+impl DescribeOptions {
+    /// The options of a `codemode.describe(target, options)` call (`args.options`, if any), or
+    /// a message saying what is wrong with them.
+    pub fn from_args(args: &Value) -> Result<DescribeOptions, String> {
+        match args.get("options") {
+            None | Some(Value::Null) => Ok(DescribeOptions::default()),
+            Some(options) => serde_json::from_value(options.clone()).map_err(|e| {
+                format!(
+                    "codemode.describe(target, options): bad options ({e}); pass {{ page?: number, full?: boolean, maxTokens?: number }}."
+                )
+            }),
+        }
+    }
+
+    /// The budget in characters of the answer's JSON.
+    pub fn budget_chars(&self) -> usize {
+        crate::value::TruncateOptions::tokens(
+            self.max_tokens
+                .unwrap_or(crate::value::DEFAULT_MAX_RESULT_TOKENS),
+        )
+        .budget_chars()
+    }
+}
+
+/// How much of the output types a declaration shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OutputTypes {
+    /// Whole.
+    Whole,
+    /// Named types up to this many references away; deeper ones are `unknown /* Name */`.
+    Levels(usize),
+    /// None: methods return `Promise<unknown>`.
+    Omitted,
+}
+
+/// Levels of named types a method's output type shows by default (`{ full: true }` for all).
+const OUTPUT_LEVELS: usize = 2;
 
 /// Declarations of the platform SDK, the `codemode` global.
 pub const SDK_DECLARATIONS: &str = r#"type SearchOutput = { results: { path: string; connector: string; method: string; description?: string; kind: "method" | "snippet"; requiresApproval: boolean; score: number }[]; total: number; truncated: boolean; note?: string };
-type DescribeOutput = { path: string; description?: string; types: string; kind: "connector" | "method" | "snippet" };
+type DescribeOutput = { path: string; description?: string; types: string; kind: "connector" | "method" | "snippet" | "methods"; page?: number; pages?: number; note?: string };
+type DescribeOptions = { page?: number; full?: boolean; maxTokens?: number };
 declare const codemode: {
   /** Ranked connector methods and saved snippets for a few words (at most 50). */
   search(query: string): Promise<SearchOutput>;
-  /** TypeScript declarations for a connector, "connector.method", or a snippet name. */
-  describe(target: string): Promise<DescribeOutput>;
+  /** TypeScript declarations for a connector (paged listing when large), "connector.method", a glob such as "github.issues_*", or a snippet name. */
+  describe(target: string, options?: DescribeOptions): Promise<DescribeOutput>;
   /** Runs fn once and records its result; replays return the recorded value. */
   step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
   /** Runs a saved snippet; a missing snippet or connector resolves to { error }. */
@@ -66,6 +128,18 @@ impl Catalog {
     /// Declarations for `target`: a connector name, `connector.method`, a method name found in
     /// only one connector, or a snippet name. An unknown target's error names the closest paths.
     pub fn describe(&self, target: &str, snippets: &[Snippet]) -> Result<DescribeOutput, String> {
+        self.describe_with(target, snippets, DescribeOptions::default())
+    }
+
+    /// [`Self::describe`] within a budget: a connector or glob (`github.issues_*`) whose
+    /// declarations do not fit is listed (name, summary, approval) in pages; a method keeps its
+    /// input type whole and shows its output type to a depth that fits, unless `full`.
+    pub fn describe_with(
+        &self,
+        target: &str,
+        snippets: &[Snippet],
+        options: DescribeOptions,
+    ) -> Result<DescribeOutput, String> {
         let target = target.trim();
         let target = target.strip_suffix("()").unwrap_or(target).trim();
         if target.is_empty() {
@@ -75,25 +149,30 @@ impl Catalog {
             ));
         }
         if let Some(&c) = self.by_connector.get(target) {
-            let connector = &self.connectors[c];
             let methods: Vec<&MethodEntry> =
                 self.methods.iter().filter(|m| m.connector == c).collect();
-            return Ok(DescribeOutput {
-                path: connector.name.clone(),
-                description: connector.instructions.clone(),
-                types: self.connector_types(c, &methods, false),
-                kind: DescribeKind::Connector,
-            });
+            return self.describe_methods(target, Some(c), &methods, options);
+        }
+        if options.page.is_some() && !target.contains('*') && !target.contains('?') {
+            // Only listings are paged; a method or snippet is one page.
+            if options.page != Some(1) {
+                return Err(format!(
+                    "{target:?} is not a connector or a glob, so it has one page; leave out `page`."
+                ));
+            }
+        }
+        if target.contains('*') || target.contains('?') {
+            return self.describe_glob(target, options);
         }
         if let Some(&m) = self.by_path.get(target) {
-            return Ok(self.describe_method(&self.methods[m]));
+            return Ok(self.describe_method(&self.methods[m], options));
         }
         if let Some(snippet) = snippets.iter().find(|s| s.name == target) {
             return Ok(describe_snippet(snippet));
         }
         if let Some(found) = self.by_method_name.get(target) {
             match found.as_slice() {
-                [m] => return Ok(self.describe_method(&self.methods[*m])),
+                [m] => return Ok(self.describe_method(&self.methods[*m], options)),
                 many => {
                     let paths: Vec<&str> = many
                         .iter()
@@ -118,28 +197,85 @@ impl Catalog {
                     let methods: Vec<&MethodEntry> =
                         self.methods.iter().filter(|m| m.connector == c).collect();
                     out.push('\n');
-                    out.push_str(&self.connector_types(c, &methods, true));
+                    out.push_str(
+                        &self
+                            .connector_types(c, &methods, true, OutputTypes::Whole)
+                            .0,
+                    );
                 }
                 out
             })
             .clone()
     }
 
-    fn describe_method(&self, method: &MethodEntry) -> DescribeOutput {
+    /// One method: its input type whole; its output type to [`OUTPUT_LEVELS`] levels of named
+    /// types, fewer if the answer would not fit the budget (none at all as a last resort).
+    fn describe_method(&self, method: &MethodEntry, options: DescribeOptions) -> DescribeOutput {
         let tool = self.tool_of(method);
-        DescribeOutput {
+        let description = tool
+            .description
+            .as_deref()
+            .map(|d| clip(d.trim(), MAX_METHOD_DOC_CHARS));
+        let mut out = DescribeOutput {
             path: method.path.clone(),
-            description: tool.description.clone(),
-            types: self.connector_types(method.connector, &[method], true),
+            description,
+            types: String::new(),
             kind: DescribeKind::Method,
+            page: None,
+            pages: None,
+            note: None,
+        };
+        if options.full || tool.output_schema.is_none() {
+            out.types = self
+                .connector_types(method.connector, &[method], false, OutputTypes::Whole)
+                .0;
+            return out;
+        }
+        let budget = options.budget_chars();
+        let mut levels = OutputTypes::Levels(OUTPUT_LEVELS);
+        loop {
+            let (types, cut) = self.connector_types(method.connector, &[method], false, levels);
+            out.types = types;
+            out.note = match (levels, cut.is_empty()) {
+                (OutputTypes::Levels(_), true) | (OutputTypes::Whole, _) => None,
+                (OutputTypes::Levels(n), false) => Some(format!(
+                    "the output type shows {n} level(s) of named types; {} deeper are written unknown /* Name */. For all of it: codemode.describe({:?}, {{ full: true }}).",
+                    cut.len(),
+                    method.path
+                )),
+                (OutputTypes::Omitted, _) => Some(format!(
+                    "the output type is too large for the budget ({budget} characters) and is left out (Promise<unknown>). For it: codemode.describe({:?}, {{ full: true }}).",
+                    method.path
+                )),
+            };
+            let fits =
+                crate::value::serialized_len(&serde_json::to_value(&out).unwrap_or_default())
+                    <= budget;
+            levels = match levels {
+                _ if fits => return out,
+                OutputTypes::Levels(0) => OutputTypes::Omitted,
+                OutputTypes::Levels(n) => OutputTypes::Levels(n - 1),
+                OutputTypes::Whole | OutputTypes::Omitted => return out,
+            };
         }
     }
 
-    /// Input and output types of `methods`, then `declare const <connector>: { … }`.
+    /// Input and output types of `methods`, then `declare const <connector>: { … }`, and the
+    /// names of output types left out.
     ///
     /// With `full_docs`, each method carries its whole description; otherwise its summary.
-    fn connector_types(&self, c: usize, methods: &[&MethodEntry], full_docs: bool) -> String {
+    /// `output` says how much of each output type to show.
+    pub(crate) fn connector_types(
+        &self,
+        c: usize,
+        methods: &[&MethodEntry],
+        full_docs: bool,
+        output: OutputTypes,
+    ) -> (String, Vec<String>) {
         let connector = &self.connectors[c];
+        if let Some(types) = &connector.types {
+            return (types.clone(), Vec::new());
+        }
         let mut builder = TypeScriptBuilder::new();
         let names: Vec<MethodNames> = methods
             .iter()
@@ -151,6 +287,7 @@ impl Catalog {
                     output: tool
                         .output_schema
                         .as_ref()
+                        .filter(|_| output != OutputTypes::Omitted)
                         .map(|_| builder.unique_name(&format!("{base}Output"))),
                 }
             })
@@ -158,9 +295,20 @@ impl Catalog {
         let mut members = String::new();
         for (method, names) in methods.iter().zip(&names) {
             let tool = self.tool_of(method);
-            builder.declare(&names.input, &tool.input_schema, &tool.input_schema);
-            if let (Some(output), Some(schema)) = (&names.output, &tool.output_schema) {
-                builder.declare(output, schema, schema);
+            let positional = connector
+                .positional
+                .then(|| tool.positional_params())
+                .flatten();
+            if positional.is_none() {
+                builder.declare(&names.input, &tool.input_schema, &tool.input_schema);
+            }
+            if let (Some(output_name), Some(schema)) = (&names.output, &tool.output_schema) {
+                match output {
+                    OutputTypes::Levels(n) => {
+                        builder.declare_bounded(output_name, schema, schema, n)
+                    }
+                    _ => builder.declare(output_name, schema, schema),
+                }
             }
             let mut doc: Vec<String> = if full_docs {
                 tool.description
@@ -186,10 +334,13 @@ impl Catalog {
             } else {
                 ""
             };
+            let params = match &positional {
+                Some(p) => positional_signature(&mut builder, &tool.input_schema, p),
+                None => format!("input{optional}: {}", names.input),
+            };
             members.push_str(&format!(
-                "  {}(input{optional}: {}): Promise<{}>;\n",
+                "  {}({params}): Promise<{}>;\n",
                 tool.name,
-                names.input,
                 names.output.as_deref().unwrap_or("unknown")
             ));
         }
@@ -203,10 +354,10 @@ impl Catalog {
             "declare const {}: {{\n{members}}};\n",
             connector.name
         ));
-        builder.finish()
+        builder.finish_with_cuts()
     }
 
-    fn connector_list(&self) -> String {
+    pub(crate) fn connector_list(&self) -> String {
         if self.connectors.is_empty() {
             return "none".to_string();
         }
@@ -258,6 +409,33 @@ impl Catalog {
     }
 }
 
+/// `path: string, options?: Options`: one parameter per property, in call order.
+fn positional_signature<'a>(
+    builder: &mut TypeScriptBuilder<'a>,
+    schema: &'a Value,
+    params: &crate::executor::PositionalParams,
+) -> String {
+    params
+        .names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let ty = match schema.get("properties").and_then(|p| p.get(name)) {
+                Some(property) => builder.type_expression(property, schema),
+                None => "unknown".to_string(),
+            };
+            let label = if super::names::is_valid_identifier(name) {
+                name.clone()
+            } else {
+                format!("arg{i}")
+            };
+            let optional = if i < params.required { "" } else { "?" };
+            format!("{label}{optional}: {ty}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Whether a method's input may be left out: its schema requires no property.
 fn input_is_optional(schema: &Value) -> bool {
     match schema {
@@ -303,6 +481,9 @@ fn describe_snippet(snippet: &Snippet) -> DescribeOutput {
         description: Some(snippet.description.clone()).filter(|d| !d.is_empty()),
         types: builder.finish(),
         kind: DescribeKind::Snippet,
+        page: None,
+        pages: None,
+        note: None,
     }
 }
 

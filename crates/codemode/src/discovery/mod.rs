@@ -9,6 +9,8 @@ mod catalog;
 mod describe;
 mod doc_comment;
 mod error;
+mod intent;
+mod listing;
 mod names;
 mod refs;
 mod search;
@@ -17,7 +19,7 @@ mod tool;
 mod typescript;
 
 pub use catalog::{Catalog, ConnectorInfo};
-pub use describe::{DescribeKind, DescribeOutput, SDK_DECLARATIONS};
+pub use describe::{DescribeKind, DescribeOptions, DescribeOutput, SDK_DECLARATIONS};
 pub use doc_comment::escape_comment;
 pub use error::DiscoveryError;
 pub use names::{

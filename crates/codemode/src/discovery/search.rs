@@ -1,5 +1,7 @@
 //! Ranked search over connector methods (an inverted index built once) and snippets.
 
+use super::intent::{expand, is_rewritten, operation_words, terms, verb_kind};
+use super::tokens::fold_plural;
 use super::tokens::{is_stopword, tokenize};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -21,6 +23,12 @@ const SUMMARY_WEIGHT: f32 = 4.0;
 const CONNECTOR_WEIGHT: f32 = 3.0;
 /// Points for a query word found in the rest of the description.
 const DESCRIPTION_WEIGHT: f32 = 1.0;
+/// Points for a query word naming what an HTTP operation acts on (its last literal path segment).
+const RESOURCE_WEIGHT: f32 = 5.0;
+/// Points for a query verb that an HTTP operation's method implies (`POST` → create, add).
+const VERB_WEIGHT: f32 = 4.0;
+/// Points for a query word in another literal segment of an HTTP operation's path.
+const PATH_WEIGHT: f32 = 2.0;
 /// Factor for a query word that only starts a word of the field (`repo` in `repository`).
 const PREFIX_FACTOR: f32 = 0.6;
 /// Points for a name or summary made only of query words, scaled by the share of its words
@@ -29,6 +37,10 @@ const PREFIX_FACTOR: f32 = 0.6;
 const COVERAGE_WEIGHT: f32 = 20.0;
 /// Points when the query is the method name or path itself.
 const EXACT_NAME_BONUS: f32 = 50.0;
+/// Points when a query word is the method name's action word (`star` in `activity_star_repo`).
+const ACTION_WEIGHT: f32 = 3.0;
+/// Points for listing a collection when the query asks for a plural without another verb.
+const LIST_BONUS: f32 = 4.0;
 /// Shortest query word that also matches as a prefix.
 const MIN_PREFIX_CHARS: usize = 3;
 
@@ -37,6 +49,9 @@ const NAME: u8 = 1;
 const SUMMARY: u8 = 2;
 const DESCRIPTION: u8 = 4;
 const CONNECTOR: u8 = 8;
+const VERB: u8 = 16;
+const RESOURCE: u8 = 32;
+const PATH: u8 = 64;
 
 /// Whether a search result is a connector method or a saved snippet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,6 +105,8 @@ pub(crate) struct SearchDoc<'a> {
     pub name: &'a str,
     pub summary: &'a str,
     pub description: &'a str,
+    /// The HTTP method and path of the operation behind the method, when there is one.
+    pub http: Option<(&'a str, &'a str)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -108,6 +125,13 @@ struct DocStats {
     name: String,
     /// `connector.method`, lowercased.
     path: String,
+    /// Whether it lists a collection (`GET` on a path ending in a literal segment).
+    lists: bool,
+    /// The vocabulary entry of the name's action word (its second word: `star` in
+    /// `activity_star_repo`), once the vocabulary is built.
+    action: Option<usize>,
+    /// The action word itself, until then.
+    action_word: Option<String>,
 }
 
 /// An inverted index over methods: sorted vocabulary with postings, built once.
@@ -120,9 +144,14 @@ pub(crate) struct SearchIndex {
 
 /// A query made ready for matching.
 pub(crate) struct Query {
+    /// The query's words as typed (folded), for notes and counts.
     words: Vec<String>,
+    /// Per query word, the terms that match it and the factor each scores at.
+    groups: Vec<Vec<(String, f32)>>,
     required: usize,
     text: String,
+    /// A plural noun and no verb but reading ones ("reviews of a pull request"): lists first.
+    wants_list: bool,
     pub note: Option<String>,
 }
 
@@ -147,7 +176,11 @@ impl Query {
                 words.push(word);
             }
         }
-        let content: Vec<String> = words.iter().filter(|w| !is_stopword(w)).cloned().collect();
+        let content: Vec<String> = words
+            .iter()
+            .filter(|w| !is_stopword(w) || is_rewritten(w))
+            .cloned()
+            .collect();
         if !content.is_empty() {
             words = content;
         }
@@ -163,15 +196,40 @@ impl Query {
                     .to_string(),
             );
         }
-        let required = if words.len() <= SHORT_QUERY_WORDS {
-            words.len()
+        let mut groups: Vec<Vec<(String, f32)>> = Vec::new();
+        for word in &words {
+            for group in expand(word) {
+                if !groups.iter().any(|g| g[0].0 == group[0].0) {
+                    groups.push(group);
+                }
+            }
+        }
+        if groups.is_empty() {
+            groups = words.iter().map(|w| vec![(w.clone(), 1.0)]).collect();
+        }
+        let required = if groups.len() <= SHORT_QUERY_WORDS {
+            groups.len()
         } else {
             // Long queries: half the words must match (at least three), so a model's sentence with
             // stray words still finds the method; ranking puts fuller matches first.
-            SHORT_QUERY_WORDS.max(words.len().div_ceil(2))
+            SHORT_QUERY_WORDS.max(groups.len().div_ceil(2))
         };
+        let raw_words: Vec<String> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let has_plural = raw_words
+            .iter()
+            .any(|w| w.len() > 3 && fold_plural(w) != *w && verb_kind(w).is_none());
+        let only_reads = raw_words
+            .iter()
+            .filter_map(|w| verb_kind(w))
+            .all(|reads| reads);
         Query {
             words,
+            groups,
+            wants_list: has_plural && only_reads,
             required,
             text: text.to_lowercase(),
             note,
@@ -194,20 +252,29 @@ impl SearchIndex {
         let mut stats = Vec::new();
         for (id, doc) in docs.into_iter().enumerate() {
             let id = id as u32;
-            let name_words = tokenize(doc.name);
-            let summary_words = tokenize(doc.summary);
+            let name_words = terms(doc.name);
+            let summary_words = terms(doc.summary);
+            let operation = doc.http.map(|(method, path)| operation_words(method, path));
             stats.push(DocStats {
                 name_words: content_count(&name_words),
                 summary_words: content_count(&summary_words),
                 name: doc.name.to_lowercase(),
                 path: format!("{}.{}", doc.connector, doc.name).to_lowercase(),
+                lists: operation.as_ref().is_some_and(|o| o.lists),
+                action: None,
+                action_word: name_words.get(1).cloned(),
             });
-            let fields = [
+            let mut fields = vec![
                 (NAME, name_words),
-                (CONNECTOR, tokenize(doc.connector)),
+                (CONNECTOR, terms(doc.connector)),
                 (SUMMARY, summary_words),
-                (DESCRIPTION, tokenize(doc.description)),
+                (DESCRIPTION, terms(doc.description)),
             ];
+            if let Some(words) = operation {
+                fields.push((VERB, words.verbs));
+                fields.push((RESOURCE, words.resource));
+                fields.push((PATH, words.path));
+            }
             for (field, words) in fields {
                 for word in words {
                     let postings = map.entry(word).or_default();
@@ -221,7 +288,13 @@ impl SearchIndex {
                 }
             }
         }
-        let (vocabulary, postings) = map.into_iter().unzip();
+        let (vocabulary, postings): (Vec<String>, _) = map.into_iter().unzip();
+        for doc in &mut stats {
+            doc.action = doc
+                .action_word
+                .take()
+                .and_then(|w| vocabulary.binary_search(&w).ok());
+        }
         SearchIndex {
             vocabulary,
             postings,
@@ -234,45 +307,72 @@ impl SearchIndex {
         self.docs.len()
     }
 
-    /// The documents matching `query`, with scores, in no particular order.
-    pub fn search(&self, query: &Query) -> Vec<Hit> {
+    /// The documents matching `query`, with scores, in no particular order, and the query
+    /// words (stemmed) that matched no document, which are then not required.
+    ///
+    /// A query word matches through itself, a prefix of an indexed word, or a synonym (each
+    /// scoring less); words that match no document at all are not required.
+    pub fn search(&self, query: &Query) -> (Vec<Hit>, Vec<String>) {
         let n = self.docs.len();
         if query.is_empty() || n == 0 {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let mut score = vec![0f32; n];
         let mut matched = vec![0u16; n];
-        let mut in_name = vec![0u16; n];
-        let mut in_summary = vec![0u16; n];
+        let mut in_name = vec![0f32; n];
+        let mut in_summary = vec![0f32; n];
+        let mut name_best = vec![0f32; n];
+        let mut summary_best = vec![0f32; n];
+        let mut unmatched = Vec::new();
         let mut best = vec![0f32; n];
         let mut hit_fields = vec![0u8; n];
+        let mut action = vec![0f32; n];
         let mut touched: Vec<u32> = Vec::new();
-        for word in &query.words {
+        let mut known_groups = 0;
+        for group in &query.groups {
             touched.clear();
-            for (token_id, factor) in self.matching_tokens(word) {
-                for posting in &self.postings[token_id] {
-                    let d = posting.doc as usize;
-                    let points = field_points(posting.fields) * factor;
-                    if hit_fields[d] == 0 {
-                        touched.push(posting.doc);
+            for (term, term_factor) in group {
+                for (token_id, factor) in self.matching_tokens(term) {
+                    for posting in &self.postings[token_id] {
+                        let d = posting.doc as usize;
+                        let points = field_points(posting.fields) * factor * term_factor;
+                        if self.docs[d].action == Some(token_id) {
+                            action[d] = action[d].max(factor * term_factor);
+                        }
+                        if hit_fields[d] == 0 {
+                            touched.push(posting.doc);
+                        }
+                        hit_fields[d] |= posting.fields;
+                        best[d] = best[d].max(points);
+                        if posting.fields & NAME != 0 {
+                            name_best[d] = name_best[d].max(factor * term_factor);
+                        }
+                        if posting.fields & SUMMARY != 0 {
+                            summary_best[d] = summary_best[d].max(factor * term_factor);
+                        }
                     }
-                    hit_fields[d] |= posting.fields;
-                    best[d] = best[d].max(points);
                 }
+            }
+            known_groups += usize::from(!touched.is_empty());
+            if touched.is_empty() {
+                unmatched.push(group[0].0.clone());
             }
             for &d in &touched {
                 let d = d as usize;
                 score[d] += best[d];
                 matched[d] += 1;
-                in_name[d] += u16::from(hit_fields[d] & NAME != 0);
-                in_summary[d] += u16::from(hit_fields[d] & SUMMARY != 0);
+                in_name[d] += name_best[d];
+                in_summary[d] += summary_best[d];
+                name_best[d] = 0.0;
+                summary_best[d] = 0.0;
                 best[d] = 0.0;
                 hit_fields[d] = 0;
             }
         }
+        let required = query.required.min(known_groups).max(1);
         let mut hits = Vec::new();
         for d in 0..n {
-            if (matched[d] as usize) < query.required {
+            if (matched[d] as usize) < required {
                 continue;
             }
             let stats = &self.docs[d];
@@ -280,12 +380,19 @@ impl SearchIndex {
                 + COVERAGE_WEIGHT
                     * coverage(in_name[d], stats.name_words)
                         .max(coverage(in_summary[d], stats.summary_words));
+            total += ACTION_WEIGHT * action[d];
+            if query.wants_list && stats.lists {
+                total += LIST_BONUS;
+            }
             if query.text == stats.name || query.text == stats.path {
                 total += EXACT_NAME_BONUS;
             }
             hits.push((d, total));
         }
-        hits
+        if known_groups == 0 {
+            hits.clear();
+        }
+        (hits, unmatched)
     }
 
     /// Vocabulary entries a query word matches: itself (factor 1) and words it starts (less).
@@ -312,23 +419,26 @@ fn content_count(words: &[String]) -> u16 {
     distinct.len().clamp(1, u16::MAX as usize) as u16
 }
 
-/// The share of a field's words that query words matched.
-fn coverage(matched: u16, words: u16) -> f32 {
-    f32::from(matched.min(words)) / f32::from(words.max(1))
+/// The share of a field's words that query words matched (synonyms and prefixes count less).
+fn coverage(matched: f32, words: u16) -> f32 {
+    matched.min(f32::from(words)) / f32::from(words.max(1))
 }
 
+/// The points of the best field a word was found in.
 fn field_points(fields: u8) -> f32 {
-    if fields & NAME != 0 {
-        NAME_WEIGHT
-    } else if fields & SUMMARY != 0 {
-        SUMMARY_WEIGHT
-    } else if fields & CONNECTOR != 0 {
-        CONNECTOR_WEIGHT
-    } else if fields & DESCRIPTION != 0 {
-        DESCRIPTION_WEIGHT
-    } else {
-        0.0
-    }
+    [
+        (NAME, NAME_WEIGHT),
+        (RESOURCE, RESOURCE_WEIGHT),
+        (SUMMARY, SUMMARY_WEIGHT),
+        (VERB, VERB_WEIGHT),
+        (CONNECTOR, CONNECTOR_WEIGHT),
+        (PATH, PATH_WEIGHT),
+        (DESCRIPTION, DESCRIPTION_WEIGHT),
+    ]
+    .iter()
+    .filter(|(bit, _)| fields & bit != 0)
+    .map(|(_, weight)| *weight)
+    .fold(0.0, f32::max)
 }
 
 /// Scores one document without an index (for snippets, which are few and change).
@@ -336,38 +446,41 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
     if query.is_empty() {
         return None;
     }
-    let name = tokenize(doc.name);
-    let summary = tokenize(doc.summary);
+    let name = terms(doc.name);
+    let summary = terms(doc.summary);
     let fields = [
         (NAME, &name),
         (SUMMARY, &summary),
-        (DESCRIPTION, &tokenize(doc.description)),
+        (DESCRIPTION, &terms(doc.description)),
     ];
     let mut total = 0.0;
     let mut matched = 0;
-    let mut in_name = 0u16;
-    let mut in_summary = 0u16;
-    for word in &query.words {
+    let mut in_name = 0f32;
+    let mut in_summary = 0f32;
+    for group in &query.groups {
         let mut best = 0.0f32;
         let mut hit = 0u8;
-        for (field, words) in &fields {
-            for candidate in words.iter() {
-                let factor = if candidate == word {
-                    1.0
-                } else if word.len() >= MIN_PREFIX_CHARS && candidate.starts_with(word.as_str()) {
-                    PREFIX_FACTOR
-                } else {
-                    continue;
-                };
-                best = best.max(field_points(*field) * factor);
-                hit |= field;
+        for (word, term_factor) in group {
+            for (field, words) in &fields {
+                for candidate in words.iter() {
+                    let factor = if candidate == word {
+                        1.0
+                    } else if word.len() >= MIN_PREFIX_CHARS && candidate.starts_with(word.as_str())
+                    {
+                        PREFIX_FACTOR
+                    } else {
+                        continue;
+                    };
+                    best = best.max(field_points(*field) * factor * term_factor);
+                    hit |= field;
+                }
             }
         }
         if hit != 0 {
             total += best;
             matched += 1;
-            in_name += u16::from(hit & NAME != 0);
-            in_summary += u16::from(hit & SUMMARY != 0);
+            in_name += f32::from(u8::from(hit & NAME != 0));
+            in_summary += f32::from(u8::from(hit & SUMMARY != 0));
         }
     }
     if matched < query.required {
@@ -397,6 +510,7 @@ mod tests {
             name,
             summary,
             description: "",
+            http: None,
         }
     }
 
@@ -406,7 +520,7 @@ mod tests {
             doc("issues_create", "Create an issue"),
             doc("issues_list", "List issues"),
         ]);
-        let hits = index.search(&Query::parse("create issue"));
+        let (hits, _) = index.search(&Query::parse("create issue"));
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].0, 0);
     }
@@ -421,7 +535,7 @@ mod tests {
     #[test]
     fn prefixes_match_with_less_weight() {
         let index = SearchIndex::build([doc("repos_get", "Get a repository"), doc("repo_x", "x")]);
-        let hits = index.search(&Query::parse("repo"));
+        let (hits, _) = index.search(&Query::parse("repo"));
         assert_eq!(hits.len(), 2);
     }
 

@@ -9,6 +9,9 @@ use serde_json::{json, Value};
 pub const TOOL_NAME: &str = "codemode";
 /// Longest connector hint shown in the tool description, in characters.
 const MAX_HINT_CHARS: usize = 160;
+/// Largest declarations of all connectors put in the tool description (2,000 tokens at four
+/// characters a token); larger ones are found with search and describe instead.
+pub const INLINE_DECLARATIONS_CHARS: usize = 8_000;
 
 /// A tool definition ready to hand to any LLM API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +37,16 @@ async () => {
 }
 ";
 
+const INLINE_HEADER: &str = "
+Declarations of every connector method (call them directly; no need to search or describe):
+";
+
+const INLINE_DISCOVERY: &str = "
+The declarations above are complete; search and describe are there if you need them.";
+
+const GUIDE_DISCOVERY: &str = "
+Methods are not listed here: discover them from your code.";
+
 const GUIDE: &str = "
 Methods are not listed here: discover them from your code.
 - codemode.search(query) -> { results: [{ path, description, kind, requiresApproval, score }], total, truncated }: ranked methods and saved snippets for a few words.
@@ -43,9 +56,10 @@ Methods are not listed here: discover them from your code.
 A first run can search and describe; the next one calls the methods it found.
 
 Approvals: a call with requiresApproval pauses the run until a person approves it. The run then resumes by running your code again from the start, replaying the results already recorded. So:
-- await connector calls one at a time; never start them together (no Promise.all around them);
+- Promise.all is fine for independent calls: results are replayed in the order they first arrived;
 - keep the code deterministic: wrap Date.now(), Math.random() and anything else that varies in codemode.step(\"name\", () => value), which records the value once and replays it;
 - do not catch a connector error only to hide it.
+A run that comes back paused (or still running) is picked up by calling this tool again with { executionId } instead of code: it waits for the decision and returns the outcome. Never resend the code.
 ";
 
 impl Catalog {
@@ -72,8 +86,39 @@ impl Catalog {
             }
             out.push('\n');
         }
-        out.push_str(GUIDE);
+        match self.inline_declarations() {
+            Some(types) => {
+                out.push_str(INLINE_HEADER);
+                out.push_str(&types);
+                out.push_str(
+                    GUIDE
+                        .replacen(GUIDE_DISCOVERY, INLINE_DISCOVERY, 1)
+                        .as_str(),
+                );
+            }
+            None => out.push_str(GUIDE),
+        }
         out
+    }
+
+    /// Every connector's declarations when together they fit [`INLINE_DECLARATIONS_CHARS`].
+    fn inline_declarations(&self) -> Option<String> {
+        let mut out = String::new();
+        for c in 0..self.connectors.len() {
+            let methods: Vec<_> = self.methods.iter().filter(|m| m.connector == c).collect();
+            if methods.len() * 40 > INLINE_DECLARATIONS_CHARS {
+                return None;
+            }
+            out.push_str(
+                &self
+                    .connector_types(c, &methods, false, super::describe::OutputTypes::Whole)
+                    .0,
+            );
+            if out.chars().count() > INLINE_DECLARATIONS_CHARS {
+                return None;
+            }
+        }
+        (!out.is_empty()).then_some(out)
     }
 
     /// The `codemode` tool: name, description and input schema.
@@ -138,10 +183,30 @@ mod tests {
 
     #[test]
     fn description_size_does_not_grow_with_methods() {
-        let small = catalog(1).tool_description().len();
+        let small = catalog(300).tool_description().len();
         let large = catalog(5_000).tool_description().len();
         assert!(large <= small + 4, "{small} vs {large}");
         assert!(large <= 4_000);
+    }
+
+    #[test]
+    fn small_catalogues_inline_their_declarations_large_ones_do_not() {
+        let small = catalog(3).tool_description();
+        assert!(
+            small.contains("Declarations of every connector method"),
+            "{small}"
+        );
+        assert!(
+            small.contains("method_2(input?: Method2Input): Promise<unknown>;"),
+            "{small}"
+        );
+        assert!(!small.contains("Methods are not listed here"));
+        let large = catalog(400).tool_description();
+        assert!(!large.contains("Declarations of every connector method"));
+        assert!(large.contains("Methods are not listed here"));
+        let larger = catalog(5_000).tool_description();
+        assert_eq!(large.len() + 1, larger.len(), "only the method count grows");
+        assert!(small.len() <= INTRO.len() + GUIDE.len() + INLINE_DECLARATIONS_CHARS + 500);
     }
 
     #[test]

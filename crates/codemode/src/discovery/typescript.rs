@@ -98,6 +98,10 @@ struct NamedType<'a> {
     root: &'a Value,
     /// False for names that are declared elsewhere (a declaration's own root, for `#`).
     emit: bool,
+    /// How many references away from a declaration it is (1 for a declaration's own refs).
+    level: usize,
+    /// The deepest level its own references may create, when bounded.
+    limit: Option<usize>,
 }
 
 /// Accumulates TypeScript declarations; `$ref` targets become named types emitted once.
@@ -109,6 +113,11 @@ pub struct TypeScriptBuilder<'a> {
     used_names: HashSet<String>,
     named: Vec<NamedType<'a>>,
     by_reference: HashMap<String, Vec<usize>>,
+    /// Level and limit of the declaration being rendered.
+    level: usize,
+    limit: Option<usize>,
+    /// Names of referenced types left out as `unknown` by a limit.
+    cut: Vec<String>,
 }
 
 impl Default for TypeScriptBuilder<'_> {
@@ -130,7 +139,24 @@ impl<'a> TypeScriptBuilder<'a> {
             used_names,
             named: Vec::new(),
             by_reference: HashMap::new(),
+            level: 0,
+            limit: None,
+            cut: Vec::new(),
         }
+    }
+
+    /// Like [`Self::declare`], but named types more than `max_levels` references away are
+    /// written `unknown /* Name */` instead of declared (see [`Self::finish_with_cuts`]).
+    pub fn declare_bounded(
+        &mut self,
+        name: &str,
+        schema: &'a Value,
+        root: &'a Value,
+        max_levels: usize,
+    ) {
+        self.limit = Some(max_levels);
+        self.declare(name, schema, root);
+        self.limit = None;
     }
 
     /// Keeps `name` from being taken by a generated type (declare it later yourself).
@@ -161,7 +187,12 @@ impl<'a> TypeScriptBuilder<'a> {
     }
 
     /// The declarations, followed by the named types they reference.
-    pub fn finish(mut self) -> String {
+    pub fn finish(self) -> String {
+        self.finish_with_cuts().0
+    }
+
+    /// The declarations, and the names of the types a bound left out.
+    pub fn finish_with_cuts(mut self) -> (String, Vec<String>) {
         let mut next = 0;
         while next < self.named.len() {
             if self.named[next].emit {
@@ -169,9 +200,13 @@ impl<'a> TypeScriptBuilder<'a> {
                     target,
                     root,
                     ref name,
+                    level,
+                    limit,
                     ..
                 } = self.named[next];
                 let name = name.clone();
+                self.level = level;
+                self.limit = limit;
                 let ty = self.expr(target, root, 0, 0);
                 let doc = render_doc(&schema_doc_lines(target), "");
                 self.out.push_str(&doc);
@@ -179,7 +214,7 @@ impl<'a> TypeScriptBuilder<'a> {
             }
             next += 1;
         }
-        self.out
+        (self.out, self.cut)
     }
 
     fn remember(
@@ -199,6 +234,8 @@ impl<'a> TypeScriptBuilder<'a> {
             target,
             root,
             emit,
+            level: self.level + 1,
+            limit: self.limit,
         });
     }
 
@@ -283,6 +320,13 @@ impl<'a> TypeScriptBuilder<'a> {
         }
         if self.named.len() >= MAX_NAMED_TYPES {
             return Ty::unknown();
+        }
+        if self.limit.is_some_and(|limit| self.level >= limit) {
+            let name = type_name_from(&last_segment(key));
+            if !self.cut.contains(&name) {
+                self.cut.push(name.clone());
+            }
+            return Ty::primary(format!("unknown /* {name} */"));
         }
         let name = self.unique_name(&type_name_from(&last_segment(key)));
         self.remember(key, name.clone(), target, root, true);

@@ -3,9 +3,12 @@
 use super::Runtime;
 use crate::connector::{CallContext, ExecutionEndStatus};
 use crate::error::RuntimeError;
-use crate::model::{now_ms, Execution, PendingAction, RevertFailure, RollbackReport, Snippet};
+use crate::model::{
+    now_ms, Actor, Decision, DecisionKind, Execution, PendingAction, RevertFailure, RollbackReport,
+    Snippet,
+};
 use crate::status::{EntryState, ExecutionStatus};
-use crate::store::{Commit, Transition};
+use crate::store::{Claim, Commit, Deletion, Transition};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -37,128 +40,213 @@ impl Runtime {
             .await?)
     }
 
-    /// Rejects the pending action `seq`; the execution ends `rejected`. Undoes nothing.
-    /// Returns false if that action is no longer pending.
+    /// Rejects the pending actions (`seq` must be one of them) as `local`; the execution
+    /// ends `rejected`. Undoes nothing. Returns false if that action is no longer pending;
+    /// refused while a rollback holds it.
     pub async fn reject(&self, execution_id: &str, seq: u64) -> Result<bool, RuntimeError> {
-        let execution = self.load(execution_id).await?;
-        let pending = execution
-            .log
-            .iter()
-            .any(|e| e.seq == seq && e.state == EntryState::Pending);
-        if execution.status != ExecutionStatus::Paused || !pending {
-            return Ok(false);
-        }
-        let won = self
-            .transition(
-                execution_id,
-                ExecutionStatus::Paused,
-                ExecutionStatus::Rejected,
-                None,
-            )
-            .await?;
-        if won {
-            self.dispose(execution_id, ExecutionEndStatus::Rejected)
-                .await;
-        }
-        Ok(won)
+        self.reject_with(execution_id, seq, Actor::local()).await
+    }
+
+    /// Rolls back as `local`; see [`Runtime::rollback_with`].
+    pub async fn rollback(&self, execution_id: &str) -> Result<RollbackReport, RuntimeError> {
+        self.rollback_with(execution_id, Actor::local()).await
     }
 
     /// Reverts applied calls newest first, where a revert exists; failures are reported
     /// after the others were tried. The status becomes `rolled_back` if anything was reverted.
-    pub async fn rollback(&self, execution_id: &str) -> Result<RollbackReport, RuntimeError> {
+    /// The rollback holds the execution while it runs: another rollback, an approval, a
+    /// rejection, an expiry or a delete of it is refused meanwhile. Each reverted entry, and
+    /// the execution when its status changes, records that `by` rolled it back, and when.
+    pub async fn rollback_with(
+        &self,
+        execution_id: &str,
+        by: Actor,
+    ) -> Result<RollbackReport, RuntimeError> {
         let inner = &self.inner;
-        let execution = self.load(execution_id).await?;
-        if execution.status == ExecutionStatus::Running {
-            return Err(RuntimeError::WrongStatus {
-                id: execution.id,
-                status: execution.status,
-                operation: "rollback",
-                expected: "paused, completed, error or rejected",
-            });
+        let current = self.load(execution_id).await?;
+        if current.status == ExecutionStatus::Running {
+            return Err(refuse_running_rollback(current));
         }
+        let now = now_ms();
+        let execution = match inner
+            .store
+            .hold(
+                &inner.name,
+                execution_id,
+                current.status,
+                &self.lease(now),
+                now,
+            )
+            .await?
+        {
+            Claim::Won(execution) => execution,
+            Claim::Unknown => return Err(RuntimeError::UnknownExecution(execution_id.into())),
+            Claim::Refused(execution) if execution.status == ExecutionStatus::Running => {
+                return Err(refuse_running_rollback(execution))
+            }
+            Claim::Refused(execution) => return Err(RuntimeError::AlreadyHandled {
+                id: execution.id,
+                what:
+                    "claimed by another decision (an approval, rejection or rollback in progress)",
+            }),
+        };
+        let decision = Decision::new(DecisionKind::Rollback, by, now, Vec::new());
+        let report = match self.revert_entries(&execution, &decision).await {
+            Ok(report) => report,
+            Err(e) => {
+                self.release(execution_id).await;
+                return Err(e);
+            }
+        };
+        self.finish_rollback(&execution, report, decision).await
+    }
+
+    /// Reverts what `execution` (held by this node) applied, committing each revert alone.
+    async fn revert_entries(
+        &self,
+        execution: &Execution,
+        decision: &Decision,
+    ) -> Result<RollbackReport, RuntimeError> {
+        let inner = &self.inner;
         let mut report = RollbackReport {
-            execution_id: execution_id.to_string(),
+            execution_id: execution.id.clone(),
             reverted: Vec::new(),
             skipped: Vec::new(),
             failed: Vec::new(),
+            unknown: Vec::new(),
             status: execution.status,
         };
         for entry in execution.log.iter().rev() {
-            if entry.state != EntryState::Applied || entry.connector == crate::SDK_NAMESPACE {
+            // An `executing` entry was left by an interrupted pass: it may have been applied.
+            let unknown = entry.state == EntryState::Executing;
+            if !(entry.state == EntryState::Applied || unknown)
+                || entry.connector == crate::SDK_NAMESPACE
+            {
                 continue;
             }
+            let left = if unknown {
+                &mut report.unknown
+            } else {
+                &mut report.skipped
+            };
             let Some((registered, tool)) = inner.registry.tool(&entry.connector, &entry.method)
             else {
-                report.skipped.push(entry.seq);
+                left.push(entry.seq);
                 continue;
             };
             if !tool.spec.has_revert {
                 // A read changed nothing, so there is nothing to undo or to report.
                 if !tool.spec.read_only {
-                    report.skipped.push(entry.seq);
+                    left.push(entry.seq);
                 }
                 continue;
             }
             let ctx = CallContext {
-                execution_id: execution_id.to_string(),
+                execution_id: execution.id.clone(),
                 seq: entry.seq,
             };
             let result = entry.result.clone().unwrap_or(Value::Null);
             match registered
                 .connector
-                .revert(&entry.method, entry.args.clone(), result, ctx)
+                .revert(&entry.method, entry.effective_args().clone(), result, ctx)
                 .await
             {
                 Ok(()) => {
                     let mut reverted = entry.clone();
                     reverted.state = EntryState::Reverted;
-                    inner
+                    reverted.decisions.push(Decision {
+                        at: now_ms(),
+                        ..decision.for_entry()
+                    });
+                    let written = inner
                         .store
                         .commit(
                             &inner.name,
                             &Commit {
-                                execution_id: execution_id.to_string(),
-                                owner: None,
+                                execution_id: execution.id.clone(),
+                                owner: Some(inner.node.clone()),
                                 entries: vec![reverted],
                                 transition: None,
                             },
                         )
                         .await?;
-                    crate::status::note_entry(Some(EntryState::Applied), EntryState::Reverted);
+                    if !written {
+                        return Err(RuntimeError::AlreadyHandled {
+                            id: execution.id.clone(),
+                            what: "taken from this rollback (its hold expired) after it reverted seq",
+                        });
+                    }
+                    crate::status::note_entry(Some(entry.state), EntryState::Reverted);
                     report.reverted.push(entry.seq);
                 }
                 Err(e) => report.failed.push(RevertFailure {
                     seq: entry.seq,
                     path: format!("{}.{}", entry.connector, entry.method),
-                    error: e.0,
+                    error: if unknown {
+                        format!("outcome unknown (its pass was interrupted while it ran); the revert failed: {}", e.0)
+                    } else {
+                        e.0
+                    },
                 }),
-            }
-        }
-        if !report.reverted.is_empty() && execution.status.can_become(ExecutionStatus::RolledBack) {
-            let won = self
-                .transition(
-                    execution_id,
-                    execution.status,
-                    ExecutionStatus::RolledBack,
-                    None,
-                )
-                .await?;
-            if won {
-                report.status = ExecutionStatus::RolledBack;
-                self.dispose(execution_id, ExecutionEndStatus::RolledBack)
-                    .await;
             }
         }
         Ok(report)
     }
 
+    /// Ends a rollback: `rolled_back` if anything was reverted, else the hold is released.
+    async fn finish_rollback(
+        &self,
+        execution: &Execution,
+        mut report: RollbackReport,
+        mut decision: Decision,
+    ) -> Result<RollbackReport, RuntimeError> {
+        let id = execution.id.as_str();
+        if report.reverted.is_empty() || !execution.status.can_become(ExecutionStatus::RolledBack) {
+            self.release(id).await;
+            return Ok(report);
+        }
+        decision.seqs = report.reverted.clone();
+        let t = Transition::new(execution.status, ExecutionStatus::RolledBack, now_ms())
+            .with_decision(decision);
+        let won = self
+            .inner
+            .store
+            .commit(
+                &self.inner.name,
+                &Commit {
+                    execution_id: id.to_string(),
+                    owner: Some(self.inner.node.clone()),
+                    entries: Vec::new(),
+                    transition: Some(t),
+                },
+            )
+            .await?;
+        if won {
+            crate::status::note_execution(execution.status, ExecutionStatus::RolledBack);
+            report.status = ExecutionStatus::RolledBack;
+            self.publish_status(id, ExecutionStatus::RolledBack);
+            self.dispose(id, ExecutionEndStatus::RolledBack).await;
+        }
+        Ok(report)
+    }
+
+    /// Drops this node's hold on `id`; a failure is logged (the hold expires with its lease).
+    pub(super) async fn release(&self, id: &str) {
+        let inner = &self.inner;
+        if let Err(e) = inner.store.release(&inner.name, id, &inner.node).await {
+            tracing::warn!(execution = %id, error = %e, "releasing a rollback's hold failed");
+        }
+    }
+
     /// Ends executions not updated for at least `max_age`: paused ones become `rejected`,
-    /// running ones (lease expired) `error`. Returns their ids.
+    /// running ones (lease expired) `error`. Returns their ids. A `max_age` beyond the
+    /// clock's range expires nothing.
     pub async fn expire_paused(&self, max_age: Duration) -> Result<Vec<String>, RuntimeError> {
         let inner = &self.inner;
         let now = now_ms();
+        let age_ms = i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
         // Stale means an age of at least `max_age`: updated at or before `now - max_age`.
-        let before = now - max_age.as_millis() as i64 + 1;
+        let before = now.saturating_sub(age_ms).saturating_add(1);
         let stale = inner
             .store
             .stale_executions(&inner.name, before, now)
@@ -169,24 +257,45 @@ impl Runtime {
                 ExecutionStatus::Paused => (
                     ExecutionStatus::Rejected,
                     ExecutionEndStatus::Rejected,
-                    format!("expired: no approval within {} ms", max_age.as_millis()),
+                    format!("expired: no approval within {age_ms} ms"),
                 ),
                 ExecutionStatus::Running => (
                     ExecutionStatus::Error,
                     ExecutionEndStatus::Error,
-                    format!(
-                        "expired: the pass did not finish within {} ms (its node stopped)",
-                        max_age.as_millis()
-                    ),
+                    self.interrupted_error(&id, age_ms).await?,
                 ),
                 _ => continue,
             };
             if self.transition(&id, status, to, Some(error)).await? {
+                self.publish_status(&id, to);
                 self.dispose(&id, end).await;
                 expired.push(id);
             }
         }
         Ok(expired)
+    }
+
+    /// The error recorded when an interrupted run expires: it names the calls whose outcome
+    /// is unknown, which a rollback still reverts.
+    async fn interrupted_error(&self, id: &str, age_ms: i64) -> Result<String, RuntimeError> {
+        let unknown: Vec<String> = self
+            .load(id)
+            .await?
+            .log
+            .iter()
+            .filter(|e| e.state == EntryState::Executing && e.connector != crate::SDK_NAMESPACE)
+            .map(|e| format!("seq {} ({}.{})", e.seq, e.connector, e.method))
+            .collect();
+        let mut error = format!(
+            "expired: the pass did not finish within {age_ms} ms (its node stopped) and was not resumed"
+        );
+        if !unknown.is_empty() {
+            error.push_str(&format!(
+                "; the outcome of {} is unknown (they may have been applied): roll the execution back to revert them",
+                unknown.join(", ")
+            ));
+        }
+        Ok(error)
     }
 
     /// Executions newest first (the audit trail), at most `limit`.
@@ -216,23 +325,28 @@ impl Runtime {
         Ok(self.inner.store.execution(&self.inner.name, id).await?)
     }
 
-    /// Deletes one execution; a non-terminal one has its resources disposed.
+    /// Deletes one finished execution and its log; returns false if there was none. A
+    /// running or paused one is refused (its applied writes would lose their log), as is
+    /// one a rollback holds.
     pub async fn delete_execution(&self, id: &str) -> Result<bool, RuntimeError> {
-        match self
-            .inner
+        let inner = &self.inner;
+        match inner
             .store
-            .delete_execution(&self.inner.name, id)
+            .delete_execution(&inner.name, id, now_ms())
             .await?
         {
-            None => Ok(false),
-            Some(status) => {
-                match status {
-                    ExecutionStatus::Paused => self.dispose(id, ExecutionEndStatus::Rejected).await,
-                    ExecutionStatus::Running => self.dispose(id, ExecutionEndStatus::Error).await,
-                    _ => {}
-                }
-                Ok(true)
-            }
+            Deletion::Unknown => Ok(false),
+            Deletion::Deleted(_) => Ok(true),
+            Deletion::Refused(status) if !status.is_terminal() => Err(RuntimeError::WrongStatus {
+                id: id.to_string(),
+                status,
+                operation: "delete",
+                expected: "completed, error, rejected or rolled_back (reject or expire it first)",
+            }),
+            Deletion::Refused(_) => Err(RuntimeError::AlreadyHandled {
+                id: id.to_string(),
+                what: "claimed by a rollback in progress (try again when it has finished)",
+            }),
         }
     }
 
@@ -374,5 +488,15 @@ pub(super) fn validate_snippet_input(
             "codemode.run({name:?}): invalid input: {}. See codemode.describe({name:?}) for its input type",
             problems.join("; ")
         ))
+    }
+}
+
+/// The refusal of a rollback of a running execution.
+fn refuse_running_rollback(execution: Execution) -> RuntimeError {
+    RuntimeError::WrongStatus {
+        id: execution.id,
+        status: execution.status,
+        operation: "rollback",
+        expected: "paused, completed, error, rejected or rolled_back (a run whose node stopped is resumed with resume_interrupted once its lease expires, or expired)",
     }
 }

@@ -1,9 +1,14 @@
 //! The runtime: runs model code in passes, logs every call, pauses, resumes and rolls back.
 
+mod caps;
 mod control;
+mod cursor;
+mod decide;
+mod delivery;
 mod pass;
-mod registry;
-mod sdk;
+pub(crate) mod registry;
+pub(crate) mod sdk;
+mod watch;
 
 use crate::connector::{Connector, ExecutionEndStatus, PassEndStatus};
 use crate::error::RuntimeError;
@@ -17,12 +22,62 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use caps::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_EXECUTION};
 pub use control::SaveSnippet;
+pub use decide::{Approval, CANCEL_GRACE};
+pub use sdk::{ToolOptions, TOOL_EXAMPLE};
+pub use watch::{RuntimeEvent, EVENT_BUFFER, WAIT_POLL};
+
+/// The default most calls one execution may make.
+pub const DEFAULT_MAX_CALLS: u64 = 10_000;
+
+/// The default most bytes one execution's log may hold (64 MiB).
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The default deepest nesting of snippets running snippets (`codemode.run` inside a snippet).
+pub const DEFAULT_MAX_SNIPPET_DEPTH: usize = 8;
 
 /// Reshapes a completed result before the model sees it; the audit record keeps the original.
 pub type TransformResult = Arc<dyn Fn(Value) -> Value + Send + Sync>;
 
 /// Builds a [`Runtime`].
+///
+/// Start with [`Runtime::builder`], add connectors and options, then
+/// [`build`](RuntimeBuilder::build), which checks the whole configuration at once (connector
+/// and tool names, input schemas, policies) and names the first problem.
+///
+/// ```
+/// use codemode::{truncate_result, Runtime, RuntimeError, RustConnector, RustTool, TruncateOptions};
+/// use serde_json::json;
+/// use std::sync::Arc;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let store = Arc::new(codemode_sqlite::SqliteStore::open(dir.path().join("codemode.db"))?);
+/// let executor = Arc::new(codemode_quickjs::QuickJsExecutor::default());
+/// let tickets = RustConnector::new("tickets").tool(
+///     RustTool::new("open", |_args, _ctx| async { Ok(json!([])) })
+///         .description("Lists the open tickets.")
+///         .read_only(),
+/// );
+/// let runtime = Runtime::builder(store.clone(), executor.clone())
+///     .name("support-bot")
+///     .connector(tickets)
+///     .hint("tickets", "the support queue")
+///     .max_executions(200)
+///     .transform_result(|value| truncate_result(value, TruncateOptions::default()))
+///     .build()?;
+/// assert_eq!(runtime.name(), "support-bot");
+/// assert!(runtime.tool().description.contains("- tickets (1 method): the support queue"));
+///
+/// // `codemode` is the SDK's global, so no connector may take the name.
+/// let refused = Runtime::builder(store, executor)
+///     .connector(RustConnector::new("codemode"))
+///     .build();
+/// assert!(matches!(refused, Err(RuntimeError::InvalidConnector(_))));
+/// # Ok(())
+/// # }
+/// ```
 pub struct RuntimeBuilder {
     name: String,
     store: Arc<dyn Store>,
@@ -32,6 +87,10 @@ pub struct RuntimeBuilder {
     transform_result: Option<TransformResult>,
     lease: Duration,
     hints: Vec<(String, String)>,
+    max_calls: u64,
+    max_log_bytes: u64,
+    max_snippet_depth: usize,
+    caps: caps::Caps,
 }
 
 impl RuntimeBuilder {
@@ -75,6 +134,26 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The most calls (connector calls and steps) one execution may make (default 10,000).
+    pub fn max_calls(mut self, calls: u64) -> Self {
+        self.max_calls = calls;
+        self
+    }
+
+    /// The most bytes one execution's log may hold: every call's arguments, result and
+    /// error, as JSON (default 64 MiB).
+    pub fn max_log_bytes(mut self, bytes: u64) -> Self {
+        self.max_log_bytes = bytes;
+        self
+    }
+
+    /// How deep snippets may nest, a snippet running a snippet counting one level (default 8,
+    /// at least 1); a snippet that runs itself is refused at once whatever the depth.
+    pub fn max_snippet_depth(mut self, depth: usize) -> Self {
+        self.max_snippet_depth = depth;
+        self
+    }
+
     /// A one-line hint for a connector, shown in the tool description.
     pub fn hint(mut self, connector: impl Into<String>, hint: impl Into<String>) -> Self {
         self.hints.push((connector.into(), hint.into()));
@@ -84,8 +163,16 @@ impl RuntimeBuilder {
     /// Checks the configuration and builds the runtime.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
         check_runtime_name(&self.name)?;
+        if self.max_snippet_depth == 0 {
+            return Err(RuntimeError::InvalidConfig(
+                "max_snippet_depth is 0, which would refuse every codemode.run; use at least 1 (default 8)".into(),
+            ));
+        }
         let registry = Registry::build(self.connectors, self.executor.reserved_globals())?;
         let catalog = sdk::build_catalog(&registry, &self.hints)?;
+        let caps = self
+            .caps
+            .checked(&registry.names, self.executor.pass_deadline())?;
         // A lease must outlive the longest pass, or a live pass could be taken over.
         let lease = match self.executor.pass_deadline() {
             Some(deadline) => self.lease.max(deadline.saturating_mul(2)),
@@ -102,12 +189,58 @@ impl RuntimeBuilder {
                 max_executions: self.max_executions,
                 transform_result: self.transform_result,
                 lease,
+                max_calls: self.max_calls,
+                max_log_bytes: self.max_log_bytes,
+                max_snippet_depth: self.max_snippet_depth,
+                caps: Arc::new(caps),
+                events: tokio::sync::broadcast::channel(watch::EVENT_BUFFER).0,
+                passes: Arc::new(watch::Passes::default()),
             }),
         })
     }
 }
 
 /// The handle an application holds: `tool()` for the model, the rest for people.
+///
+/// Build one with [`Runtime::builder`] over a [`Store`] and an [`Executor`]. Hand
+/// [`Runtime::tool`] to the model and run the code it writes with [`Runtime::call`]. A call
+/// to a tool that needs approval pauses the run: [`Runtime::approve`] continues it by replay,
+/// [`Runtime::reject`] ends it, and [`Runtime::rollback`] later reverts what it applied. The
+/// handle is cheap to clone and safe to share between tasks.
+///
+/// ```
+/// use codemode::{Outcome, Runtime, RustConnector, RustTool};
+/// use serde_json::json;
+/// use std::sync::Arc;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let store = Arc::new(codemode_sqlite::SqliteStore::open(dir.path().join("codemode.db"))?);
+/// let executor = Arc::new(codemode_quickjs::QuickJsExecutor::default());
+/// let runtime = Runtime::builder(store, executor)
+///     .connector(
+///         RustConnector::new("notes")
+///             .tool(RustTool::new("count", |_args, _ctx| async { Ok(json!(3)) }).read_only())
+///             // No policy and not read-only: each call waits for a person's approval.
+///             .tool(RustTool::new("add", |args, _ctx| async move { Ok(args) })),
+///     )
+///     .build()?;
+///
+/// let outcome = runtime.call("async () => await notes.count()").await?;
+/// let Outcome::Completed { result, .. } = outcome else { panic!("{outcome:?}") };
+/// assert_eq!(result, json!(3));
+///
+/// let paused = runtime.call(r#"async () => notes.add({ text: "hi" })"#).await?;
+/// let Outcome::Paused { pending, .. } = &paused else { panic!("{paused:?}") };
+/// assert_eq!(pending[0].method, "add");
+///
+/// let approved = runtime.approve(paused.execution_id()).await?;
+/// let Outcome::Completed { result, .. } = approved else { panic!("{approved:?}") };
+/// assert_eq!(result, json!({ "text": "hi" }));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<Inner>,
@@ -123,6 +256,12 @@ pub(crate) struct Inner {
     pub max_executions: usize,
     pub transform_result: Option<TransformResult>,
     pub lease: Duration,
+    pub max_calls: u64,
+    pub max_log_bytes: u64,
+    pub max_snippet_depth: usize,
+    pub caps: Arc<caps::Caps>,
+    pub events: tokio::sync::broadcast::Sender<watch::RuntimeEvent>,
+    pub passes: Arc<watch::Passes>,
 }
 
 impl Runtime {
@@ -137,12 +276,26 @@ impl Runtime {
             transform_result: None,
             lease: Duration::from_secs(120),
             hints: Vec::new(),
+            max_calls: DEFAULT_MAX_CALLS,
+            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
+            max_snippet_depth: DEFAULT_MAX_SNIPPET_DEPTH,
+            caps: caps::Caps::default(),
         }
     }
 
     /// The runtime's name (its durable identity).
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// How many terminal executions are kept when a new run begins (the retention limit).
+    pub fn max_executions(&self) -> usize {
+        self.inner.max_executions
+    }
+
+    /// How long a pass holds its execution before another node may take it over.
+    pub fn lease_duration(&self) -> Duration {
+        self.inner.lease
     }
 
     /// The configured connector names.
@@ -173,12 +326,14 @@ impl Runtime {
             connectors: inner.registry.names.clone(),
             created_at: now,
             updated_at: now,
+            decisions: Vec::new(),
         };
         let lease = self.lease(now);
         inner
             .store
             .insert_execution(&inner.name, &execution, &lease, inner.max_executions)
             .await?;
+        self.publish_status(&id, ExecutionStatus::Running);
         if oversized {
             let error = format!(
                 "the code is {code_len} characters; the limit for one durable value is {MAX_DURABLE_VALUE_CHARS}. Keep the code small: store large data elsewhere and pass a small reference (a path or an id)"
@@ -188,16 +343,10 @@ impl Runtime {
         pass::run(self, execution).await
     }
 
-    /// Approves the pending action of a paused execution and continues it by replay.
+    /// Approves the pending actions of a paused execution as `local` and continues it by
+    /// replay; see [`Runtime::approve_with`] for edited arguments, scope and the actor.
     pub async fn approve(&self, execution_id: &str) -> Result<Outcome, RuntimeError> {
-        self.resume(
-            execution_id,
-            ExecutionStatus::Paused,
-            "approve",
-            "paused",
-            "resumed or ended",
-        )
-        .await
+        self.approve_with(execution_id, Approval::default()).await
     }
 
     /// Takes over a `running` execution whose node died (its lease expired) and runs a new
@@ -261,6 +410,7 @@ impl Runtime {
             }
         };
         crate::status::note_execution(from, ExecutionStatus::Running);
+        self.publish_status(execution_id, ExecutionStatus::Running);
         pass::run(self, execution).await
     }
 
@@ -296,6 +446,7 @@ impl Runtime {
             )
             .await?;
         crate::status::note_execution(ExecutionStatus::Running, ExecutionStatus::Error);
+        self.publish_status(id, ExecutionStatus::Error);
         self.pass_ended(id, PassEndStatus::Error).await;
         self.dispose(id, ExecutionEndStatus::Error).await;
         Ok(Outcome::Error {
@@ -307,31 +458,18 @@ impl Runtime {
 
     /// Runs `on_pass_end` on every connector; errors are logged and ignored.
     async fn pass_ended(&self, id: &str, status: PassEndStatus) {
-        self.each_connector("on_pass_end", id, |c| c.on_pass_end(id, status))
+        self.inner
+            .registry
+            .each_connector("on_pass_end", id, |c| c.on_pass_end(id, status))
             .await;
     }
 
     /// Runs `dispose_execution` on every connector; errors are logged and ignored.
     async fn dispose(&self, id: &str, status: ExecutionEndStatus) {
-        self.each_connector("dispose_execution", id, |c| c.dispose_execution(id, status))
+        self.inner
+            .registry
+            .each_connector("dispose_execution", id, |c| c.dispose_execution(id, status))
             .await;
-    }
-
-    /// Runs one lifecycle hook on every connector at once, logging and ignoring failures.
-    async fn each_connector<'a, F>(&'a self, hook: &str, id: &str, call: F)
-    where
-        F: Fn(&'a dyn Connector) -> futures::future::BoxFuture<'a, Result<(), crate::ToolError>>,
-    {
-        let registry = &self.inner.registry;
-        let runs = registry.names.iter().map(|name| {
-            let run = call(registry.connectors[name].connector.as_ref());
-            async move {
-                if let Err(e) = run.await {
-                    tracing::warn!(connector = %name, execution = %id, error = %e, "{hook} failed");
-                }
-            }
-        });
-        futures::future::join_all(runs).await;
     }
 }
 

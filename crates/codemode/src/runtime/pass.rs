@@ -7,160 +7,120 @@
 //! reads, and leaves a write `executing`, which the next pass runs again with the same
 //! idempotency key.
 
+use super::caps::{Gate, Permit};
+use super::cursor::{durable_text, json_size, Limits, ReplayCursor, Stop};
+use super::delivery::Wait;
+use super::watch::{PassSignal, RuntimeEvent};
 use super::Runtime;
-use crate::connector::{CallContext, ExecutionEndStatus, PassEndStatus, ReplayPolicy};
+use crate::connector::{CallContext, Connector, ExecutionEndStatus, PassEndStatus, ReplayPolicy};
 use crate::executor::{ExecuteRequest, Host, HostCall, HostReply, PassEnd, SDK_NAMESPACE};
-use crate::model::{now_ms, Execution, LogEntry, Outcome, PendingAction};
-use crate::status::{note_entry, note_execution, EntryState, ExecutionStatus};
+use crate::model::{now_ms, Decision, Execution, LogEntry, Outcome, PendingAction};
+use crate::status::{note_execution, EntryState, ExecutionStatus};
 use crate::store::{Commit, Transition};
 use crate::value::{canonical_eq, serialized_len, MAX_DURABLE_VALUE_CHARS};
-use crate::RuntimeError;
+use crate::{RuntimeError, ToolError};
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-
-/// Why the pass must stop.
-#[derive(Debug, Clone)]
-enum Stop {
-    /// An action waits for approval at this seq.
-    Pause(u64),
-    /// The execution fails with this message.
-    Fail(String),
-}
-
-/// The log as this pass sees it, and where the pass is in it.
-struct ReplayCursor {
-    /// Entries by seq: the recorded ones, then the ones this pass added.
-    log: BTreeMap<u64, LogEntry>,
-    /// Seqs whose entry changed since the last commit.
-    dirty: Vec<u64>,
-    /// The next seq to hand out.
-    next: u64,
-    /// Set once the pass must stop; every later call aborts.
-    stop: Option<Stop>,
-}
-
-impl ReplayCursor {
-    /// The changed entries for the pass's last commit, moved out of the log: no call reads
-    /// the log once the sandbox has finished.
-    fn take_dirty_final(&mut self) -> Vec<LogEntry> {
-        self.dirty_seqs()
-            .into_iter()
-            .filter_map(|s| self.log.remove(&s))
-            .collect()
-    }
-
-    /// The changed entries for a commit during the pass (copies: the log stays whole).
-    fn take_dirty(&mut self) -> Vec<LogEntry> {
-        self.dirty_seqs()
-            .into_iter()
-            .filter_map(|s| self.log.get(&s).cloned())
-            .collect()
-    }
-
-    /// The seqs changed since the last commit, in order, each once; the set is emptied.
-    fn dirty_seqs(&mut self) -> Vec<u64> {
-        let mut seqs = std::mem::take(&mut self.dirty);
-        seqs.sort_unstable();
-        seqs.dedup();
-        seqs
-    }
-
-    /// Records `entry` and marks it for the next commit.
-    fn set(&mut self, entry: LogEntry) {
-        self.dirty.push(entry.seq);
-        self.track(entry);
-    }
-
-    /// Changes the recorded entry `seq` in place and marks it for the next commit; a
-    /// transition outside the table stops the pass (the entry keeps its change, as `set` does).
-    fn update(&mut self, seq: u64, change: impl FnOnce(&mut LogEntry)) {
-        let Some(entry) = self.log.get_mut(&seq) else {
-            return;
-        };
-        let from = entry.state;
-        change(entry);
-        let to = entry.state;
-        self.dirty.push(seq);
-        self.check(seq, Some(from), to);
-    }
-
-    /// Records `entry` in memory only; a transition outside the table stops the pass.
-    fn track(&mut self, entry: LogEntry) {
-        let from = self.log.get(&entry.seq).map(|e| e.state);
-        self.check(entry.seq, from, entry.state);
-        self.log.insert(entry.seq, entry);
-    }
-
-    /// Notes the entry transition; one outside the table stops the pass.
-    fn check(&mut self, seq: u64, from: Option<EntryState>, to: EntryState) {
-        if !note_entry(from, to) {
-            self.stop(Stop::Fail(format!(
-                "internal error: log entry {seq} cannot go from {from:?} to {to}; the pass was stopped to keep the log consistent"
-            )));
-        }
-    }
-
-    fn stop(&mut self, stop: Stop) {
-        if self.stop.is_none() {
-            self.stop = Some(stop);
-        }
-    }
-}
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 
 /// The host side of one pass.
 pub(super) struct PassHost {
     runtime: Runtime,
     execution_id: String,
-    cursor: Mutex<ReplayCursor>,
+    cursor: Arc<Mutex<ReplayCursor>>,
+    /// Each write in flight holds a read guard; the pass end takes the write guard, so it
+    /// waits for writes the code did not await before it commits.
+    writes: Arc<tokio::sync::RwLock<()>>,
+    /// Set when someone cancels the execution while this pass runs it.
+    signal: Arc<PassSignal>,
+    /// The standing approvals (scope `execution`) recorded on the execution.
+    standing: Vec<Decision>,
+    /// The calls in flight, within the caps per connector and per execution.
+    gate: Arc<Gate>,
 }
 
 /// Runs one pass of `execution` (already claimed as `running` by this node).
 pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outcome, RuntimeError> {
     let inner = &runtime.inner;
     let id = execution.id.clone();
+    let guard = inner.passes.start(&id);
+    let standing = execution
+        .decisions
+        .iter()
+        .filter(|d| !d.methods.is_empty())
+        .cloned()
+        .collect();
+    let limits = Limits {
+        max_calls: inner.max_calls,
+        max_log_bytes: inner.max_log_bytes,
+    };
     let host = Arc::new(PassHost {
         runtime: runtime.clone(),
         execution_id: id.clone(),
-        cursor: Mutex::new(ReplayCursor {
-            log: execution.log.into_iter().map(|e| (e.seq, e)).collect(),
-            dirty: Vec::new(),
-            next: 0,
-            stop: None,
-        }),
+        cursor: Arc::new(Mutex::new(ReplayCursor::new(execution.log, limits))),
+        writes: Arc::new(tokio::sync::RwLock::new(())),
+        signal: guard.signal.clone(),
+        standing,
+        gate: Gate::new(inner.caps.clone()),
     });
     let request = ExecuteRequest {
         code: execution.code,
         namespaces: inner.registry.namespaces(),
     };
     let result = inner.executor.execute(request, host.clone()).await;
+    // A write the code did not await still runs to its end and is recorded before the pass
+    // commits: the log never says `executing` for a run that ended.
+    drop(host.writes.write().await);
     let (entries, stop, paused) = {
-        let mut cursor = host.cursor.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cursor = lock(&host.cursor);
+        // A cancel that arrived while the pass ran wins over however the code ended.
+        if let Some(decision) = host.signal.cancelled() {
+            cursor.stop = Some(Stop::Cancel(decision));
+        }
         let stop = cursor.stop.clone();
         // The pending action is read before the final take moves the entries out.
         let paused = match &stop {
-            Some(Stop::Pause(seq)) => cursor.log.get(seq).map(|entry| PendingAction {
-                execution_id: id.clone(),
-                seq: *seq,
-                connector: entry.connector.clone(),
-                method: entry.method.clone(),
-                args: entry.args.clone(),
-            }),
+            Some(Stop::Pause(seqs)) => seqs
+                .iter()
+                .map(|seq| {
+                    cursor.log.get(seq).map(|entry| PendingAction {
+                        execution_id: id.clone(),
+                        seq: *seq,
+                        connector: entry.connector.clone(),
+                        method: entry.method.clone(),
+                        args: entry.args.clone(),
+                    })
+                })
+                .collect::<Option<Vec<_>>>(),
             _ => None,
         };
         (cursor.take_dirty_final(), stop, paused)
     };
     let logs = result.logs;
+    for line in &logs {
+        runtime.publish(RuntimeEvent::Console {
+            execution_id: id.clone(),
+            line: line.clone(),
+        });
+    }
     let now = now_ms();
     let (transition, outcome) = match (stop, result.end) {
-        (Some(Stop::Pause(seq)), _) => {
-            let Some(action) = paused else {
+        (Some(Stop::Cancel(decision)), _) => {
+            let outcome = cancelled(&id, &decision, logs.clone());
+            let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Cancelled, now)
+                .with_decision(decision);
+            t.logs = Some(logs);
+            (t, outcome)
+        }
+        (Some(Stop::Pause(seqs)), _) => {
+            let Some(pending) = paused.filter(|p| !p.is_empty()) else {
                 return Err(RuntimeError::Store(crate::StoreError::Backend(format!(
-                    "internal error: the paused entry {seq} is missing from the pass's log"
+                    "internal error: a paused entry of {seqs:?} is missing from the pass's log"
                 ))));
             };
-            let pending = vec![action];
             let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Paused, now);
             t.logs = Some(logs);
             (
@@ -218,28 +178,74 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
             },
         )
         .await?;
+    drop(guard);
     if !won {
-        return Err(RuntimeError::AlreadyHandled {
-            id,
-            what: "expired or taken over while this pass ran",
-        });
+        return lost_claim(runtime, &id).await;
     }
     note_execution(ExecutionStatus::Running, to);
+    runtime.publish_status(&id, to);
+    if let Outcome::Paused { pending, .. } = &outcome {
+        runtime.publish(RuntimeEvent::PendingCreated {
+            execution_id: id.clone(),
+            pending: pending.clone(),
+        });
+    }
     let pass_status = match to {
         ExecutionStatus::Paused => PassEndStatus::Paused,
         ExecutionStatus::Completed => PassEndStatus::Completed,
+        ExecutionStatus::Cancelled => PassEndStatus::Cancelled,
         _ => PassEndStatus::Error,
     };
     runtime.pass_ended(&id, pass_status).await;
     match to {
         ExecutionStatus::Completed => runtime.dispose(&id, ExecutionEndStatus::Completed).await,
         ExecutionStatus::Error => runtime.dispose(&id, ExecutionEndStatus::Error).await,
+        ExecutionStatus::Cancelled => runtime.dispose(&id, ExecutionEndStatus::Cancelled).await,
         _ => {}
     }
     Ok(outcome)
 }
 
+/// The end of a pass whose last commit was refused: cancelled meanwhile (the cancel already
+/// disposed of it), or expired or taken over by another node.
+async fn lost_claim(runtime: &Runtime, id: &str) -> Result<Outcome, RuntimeError> {
+    let now = runtime.load(id).await?;
+    if now.status == ExecutionStatus::Cancelled {
+        runtime.pass_ended(id, PassEndStatus::Cancelled).await;
+        let decision = now
+            .decisions
+            .iter()
+            .rev()
+            .find(|d| d.kind == crate::model::DecisionKind::Cancel);
+        return Ok(match decision {
+            Some(decision) => cancelled(id, decision, Vec::new()),
+            None => Outcome::Error {
+                execution_id: id.to_string(),
+                error: "the execution was cancelled".into(),
+                logs: Vec::new(),
+            },
+        });
+    }
+    Err(RuntimeError::AlreadyHandled {
+        id: id.to_string(),
+        what: "expired or taken over while this pass ran",
+    })
+}
+
+/// What the caller of a cancelled pass receives.
+fn cancelled(id: &str, decision: &Decision, logs: Vec<String>) -> Outcome {
+    Outcome::Error {
+        execution_id: id.to_string(),
+        error: format!(
+            "the execution was cancelled by {}; what it applied stays (roll it back to undo it)",
+            decision.by
+        ),
+        logs,
+    }
+}
+
 fn failed(id: &str, error: String, logs: Vec<String>, now: i64) -> (Transition, Outcome) {
+    let error = durable_text(error);
     let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Error, now);
     t.error = Some(error.clone());
     t.logs = Some(logs.clone());
@@ -255,33 +261,225 @@ fn failed(id: &str, error: String, logs: Vec<String>, now: i64) -> (Transition, 
 
 impl Host for PassHost {
     fn call(&self, call: HostCall) -> BoxFuture<'_, HostReply> {
-        Box::pin(async move {
+        let open = self.open();
+        Box::pin(self.answer(call, open))
+    }
+
+    fn call_shared(self: Arc<Self>, call: HostCall) -> BoxFuture<'static, HostReply> {
+        let open = self.open();
+        Box::pin(async move { self.answer(call, open).await })
+    }
+}
+
+impl PassHost {
+    /// Counts a call from when the sandbox makes it, so the gate knows what may still come.
+    fn open(&self) -> Open {
+        self.lock().delivery.opened();
+        Open(self.cursor.clone())
+    }
+
+    /// Answers one call, in its turn of the delivery order.
+    async fn answer(&self, call: HostCall, open: Open) -> HostReply {
+        let _open = open;
+        {
+            if let Some(decision) = self.signal.cancelled() {
+                return self.abort(Stop::Cancel(decision));
+            }
             if self.lock().stop.is_some() {
                 return HostReply::Abort;
             }
-            if call.namespace == SDK_NAMESPACE {
-                return self.sdk_call(call).await;
+            let answer = async {
+                let (ticket, reply) = if call.namespace == SDK_NAMESPACE {
+                    self.sdk_call(call).await
+                } else {
+                    self.connector_call(call).await
+                };
+                match (ticket, &reply) {
+                    (_, HostReply::Abort) | (None, _) => reply,
+                    // The reply reaches the sandbox in its turn.
+                    (Some(ticket), _) => match self.parked(Wait::Turn(ticket)).await {
+                        true => reply,
+                        false => HostReply::Abort,
+                    },
+                }
+            };
+            // A cancel stops waiting for the answer (a write still runs to its end, as its
+            // own task, and is recorded).
+            tokio::select! {
+                reply = answer => reply,
+                _ = self.signal.wait_cancelled() => match self.signal.cancelled() {
+                    Some(decision) => self.abort(Stop::Cancel(decision)),
+                    None => HostReply::Abort,
+                },
             }
-            self.connector_call(call).await
-        })
+        }
+    }
+}
+
+/// A host call in flight, counted by the delivery gate until it finishes or is dropped.
+struct Open(Arc<Mutex<ReplayCursor>>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        lock(&self.0).delivery.closed(None);
+    }
+}
+
+/// A host future parked on the delivery gate; `true` when it may go on, `false` when the
+/// pass stops. The last future to park while no other can progress decides the stop.
+struct Parked<'a> {
+    cursor: &'a Mutex<ReplayCursor>,
+    wait: Wait,
+    /// The gate's epoch when this future parked, while that park still counts.
+    at: Option<u64>,
+}
+
+impl Future for Parked<'_> {
+    type Output = bool;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let at = self.at.take();
+        let mut cursor = lock(self.cursor);
+        cursor.delivery.unpark(at);
+        if cursor.stop.is_some() {
+            return Poll::Ready(false);
+        }
+        if let Wait::Turn(ticket) = self.wait {
+            if cursor.delivery.is_turn(ticket) {
+                cursor.delivery.deliver(ticket);
+                return Poll::Ready(true);
+            }
+        }
+        let (epoch, stuck) = cursor.delivery.park(cx.waker());
+        if !stuck {
+            drop(cursor);
+            self.at = Some(epoch);
+            return Poll::Pending;
+        }
+        let stop = if !cursor.delivery.awaiting.is_empty() {
+            Stop::Pause(cursor.delivery.awaiting.clone())
+        } else {
+            Stop::Fail(match cursor.delivery.due_next() {
+                Some((seq, name)) => format!(
+                    "replay diverged: the log recorded that the result of seq {seq} ({name}) reached the code next, but this pass never made that call. On every pass the code must make the same calls with the same arguments; wrap Date.now(), Math.random() and other nondeterminism in codemode.step(name, fn)"
+                ),
+                None => "internal error: every call in flight waits for a result that no call will deliver".into(),
+            })
+        };
+        cursor.stop(stop);
+        Poll::Ready(false)
+    }
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        if self.at.is_some() {
+            lock(self.cursor).delivery.unpark(self.at);
+        }
     }
 }
 
 /// What to do with one connector call, decided under the cursor lock.
-enum Decision {
-    Replay(Value),
-    Rethrow(String),
-    /// Run the connector; `durable` says the `executing` mark must be committed first.
+enum CallPlan {
+    Replay(u64, Value),
+    Rethrow(u64, String),
+    /// Wait for a person's decision, which comes after this pass pauses.
+    Await,
+    /// A person rejected it while approving others of its batch: record this error.
+    Refuse(u64, String),
+    /// Run the connector; `mark`, when set, is the `executing` entry to record and commit
+    /// once the call may run (within the caps), before it runs; `args`, when set, are the
+    /// approved arguments that replace the model's.
     Execute {
         seq: u64,
-        durable: bool,
+        mark: Option<Box<LogEntry>>,
+        args: Option<Value>,
     },
     Abort,
 }
 
+/// Locks a pass's cursor (a panic under the lock leaves it usable).
+fn lock(cursor: &Mutex<ReplayCursor>) -> MutexGuard<'_, ReplayCursor> {
+    cursor.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records the outcome of the call at `seq` and says what the sandbox gets. The outcome is
+/// recorded even when the pass is stopping, so the log says what happened.
+fn record(
+    cursor: &Mutex<ReplayCursor>,
+    seq: u64,
+    outcome: Result<Value, ToolError>,
+) -> (Option<u64>, HostReply) {
+    let mut cursor = lock(cursor);
+    let reply = record_locked(&mut cursor, seq, outcome);
+    if matches!(reply, HostReply::Abort) {
+        return (None, reply);
+    }
+    // The result's place in the delivery order, recorded with it (the entry is already
+    // marked for the next commit).
+    let ticket = cursor.delivery.ticket(seq);
+    if let Some(entry) = cursor.log.get_mut(&seq) {
+        entry.delivered = Some(ticket);
+    }
+    (Some(ticket), reply)
+}
+
+fn record_locked(
+    cursor: &mut ReplayCursor,
+    seq: u64,
+    outcome: Result<Value, ToolError>,
+) -> HostReply {
+    let Some(entry) = cursor.log.get(&seq) else {
+        return HostReply::Abort;
+    };
+    let reply = match outcome {
+        Ok(result) => {
+            let keep = if entry.ephemeral {
+                None
+            } else {
+                let (bytes, chars) = json_size(&result);
+                if chars > MAX_DURABLE_VALUE_CHARS {
+                    let what = format!(
+                        "the result of {}.{} (seq {seq})",
+                        entry.connector, entry.method
+                    );
+                    cursor.stop(Stop::Fail(oversized(&what, chars)));
+                    return HostReply::Abort;
+                }
+                if !cursor.add_log_bytes(bytes) {
+                    return HostReply::Abort;
+                }
+                cursor.buffer(bytes);
+                Some(result.clone())
+            };
+            cursor.update(seq, |entry| {
+                entry.state = EntryState::Applied;
+                entry.error = None;
+                if keep.is_some() {
+                    entry.result = keep;
+                }
+            });
+            HostReply::Value(result)
+        }
+        Err(error) => {
+            let message = durable_text(error.0);
+            cursor.add_log_bytes(message.len() as u64);
+            cursor.update(seq, |entry| {
+                entry.state = EntryState::Error;
+                entry.error = Some(message.clone());
+            });
+            HostReply::Throw(message)
+        }
+    };
+    if cursor.stop.is_some() {
+        return HostReply::Abort;
+    }
+    reply
+}
+
 impl PassHost {
-    fn lock(&self) -> std::sync::MutexGuard<'_, ReplayCursor> {
-        self.cursor.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, ReplayCursor> {
+        lock(&self.cursor)
     }
 
     /// Stops the pass with `stop` and tells the sandbox to abort.
@@ -290,29 +488,29 @@ impl PassHost {
         HostReply::Abort
     }
 
-    async fn connector_call(&self, call: HostCall) -> HostReply {
+    async fn connector_call(&self, call: HostCall) -> (Option<u64>, HostReply) {
         let inner = &self.runtime.inner;
         let Some((registered, tool)) = inner.registry.tool(&call.namespace, &call.method) else {
-            return HostReply::Throw(format!(
+            let message = format!(
                 "{}.{} is not a method; use codemode.search(...) to find one",
                 call.namespace, call.method
-            ));
+            );
+            return (None, HostReply::Throw(message));
         };
         if let Err(message) = tool.validate(&call.namespace, &call.args) {
-            return HostReply::Throw(message);
+            return (None, HostReply::Throw(message));
         }
-        let size = serialized_len(&call.args);
+        let (args_bytes, size) = json_size(&call.args);
         if size > MAX_DURABLE_VALUE_CHARS {
-            return self.abort(Stop::Fail(oversized(
-                &format!("the arguments of {}.{}", call.namespace, call.method),
-                size,
-            )));
+            let what = format!("the arguments of {}.{}", call.namespace, call.method);
+            return (None, self.abort(Stop::Fail(oversized(&what, size))));
         }
         let spec = &tool.spec;
         let decision = {
             let mut cursor = self.lock();
-            let seq = cursor.next;
-            cursor.next += 1;
+            let Some(seq) = cursor.next_seq() else {
+                return (None, HostReply::Abort);
+            };
             match cursor.log.get(&seq) {
                 Some(recorded) => {
                     if recorded.connector != call.namespace
@@ -321,35 +519,52 @@ impl PassHost {
                     {
                         let message = divergence(seq, recorded, &call);
                         cursor.stop(Stop::Fail(message));
-                        Decision::Abort
+                        CallPlan::Abort
                     } else {
                         match recorded.state {
-                            EntryState::Applied if recorded.ephemeral => Decision::Execute {
+                            EntryState::Applied if recorded.ephemeral => CallPlan::Execute {
                                 seq,
-                                durable: false,
+                                mark: None,
+                                args: None,
                             },
-                            EntryState::Applied => {
-                                Decision::Replay(recorded.result.clone().unwrap_or(Value::Null))
-                            }
-                            EntryState::Error => Decision::Rethrow(
-                                recorded
-                                    .error
-                                    .clone()
+                            // Replayed once per pass: the entry leaves memory with its result.
+                            EntryState::Applied => CallPlan::Replay(
+                                cursor.delivery.ticket(seq),
+                                cursor
+                                    .log
+                                    .remove(&seq)
+                                    .and_then(|e| e.result)
+                                    .unwrap_or(Value::Null),
+                            ),
+                            EntryState::Error => CallPlan::Rethrow(
+                                cursor.delivery.ticket(seq),
+                                cursor
+                                    .log
+                                    .remove(&seq)
+                                    .and_then(|e| e.error)
                                     .unwrap_or_else(|| "the call failed".into()),
                             ),
+                            EntryState::Pending if rejected(recorded) => {
+                                CallPlan::Refuse(seq, rejection(recorded))
+                            }
                             EntryState::Pending | EntryState::Executing => {
-                                // Approved (the pass claimed the paused run) or left by a crash.
+                                // Approved (the pass claimed the paused run) or left by a
+                                // crash; it runs with the arguments a person approved, if any.
                                 let mut entry = recorded.clone();
                                 entry.state = EntryState::Executing;
-                                cursor.set(entry);
-                                Decision::Execute { seq, durable: true }
+                                let args = entry.approved_args.clone();
+                                CallPlan::Execute {
+                                    seq,
+                                    mark: Some(Box::new(entry)),
+                                    args,
+                                }
                             }
                             EntryState::Reverted => {
                                 cursor.stop(Stop::Fail(format!(
                                     "seq {seq} ({}.{}) was reverted by a rollback; a rolled-back execution cannot run again",
                                     call.namespace, call.method
                                 )));
-                                Decision::Abort
+                                CallPlan::Abort
                             }
                         }
                     }
@@ -365,86 +580,136 @@ impl PassHost {
                         requires_approval: spec.requires_approval,
                         ephemeral: spec.replay == ReplayPolicy::Reexecute,
                         state: EntryState::Executing,
+                        approved_args: None,
+                        decisions: Vec::new(),
+                        delivered: None,
                     };
-                    if spec.requires_approval {
-                        entry.state = EntryState::Pending;
-                        cursor.set(entry);
-                        cursor.stop(Stop::Pause(seq));
-                        Decision::Abort
+                    if !cursor.add_log_bytes(args_bytes) {
+                        CallPlan::Abort
+                    } else if spec.requires_approval {
+                        match self
+                            .standing
+                            .iter()
+                            .find(|d| d.covers(&call.namespace, &call.method))
+                        {
+                            // A standing approval of this method covers the call: it runs.
+                            Some(standing) => {
+                                entry.decisions.push(standing.for_entry());
+                                CallPlan::Execute {
+                                    seq,
+                                    mark: Some(Box::new(entry)),
+                                    args: None,
+                                }
+                            }
+                            None => {
+                                // It waits with the others started with it; the pass
+                                // pauses once nothing else can progress.
+                                entry.state = EntryState::Pending;
+                                cursor.set(entry);
+                                cursor.delivery.awaiting.push(seq);
+                                CallPlan::Await
+                            }
+                        }
                     } else {
                         let durable = !spec.read_only && spec.replay == ReplayPolicy::Log;
-                        if durable {
-                            cursor.set(entry);
+                        let mark = if durable {
+                            Some(Box::new(entry))
                         } else {
                             // Reads are recorded when they return.
                             cursor.track(entry);
+                            None
+                        };
+                        CallPlan::Execute {
+                            seq,
+                            mark,
+                            args: None,
                         }
-                        Decision::Execute { seq, durable }
                     }
                 }
             }
         };
-        let seq = match decision {
-            Decision::Replay(value) => return HostReply::Value(value),
-            Decision::Rethrow(message) => return HostReply::Throw(message),
-            Decision::Abort => return HostReply::Abort,
-            Decision::Execute { seq, durable } => {
-                if durable {
-                    if let Err(stop) = self.flush().await {
-                        return self.abort(stop);
-                    }
-                }
-                seq
+        let (seq, mark, approved) = match decision {
+            CallPlan::Replay(ticket, value) => return (Some(ticket), HostReply::Value(value)),
+            CallPlan::Rethrow(ticket, message) => return (Some(ticket), HostReply::Throw(message)),
+            CallPlan::Await => {
+                self.parked(Wait::Approval).await;
+                return (None, HostReply::Abort);
             }
+            CallPlan::Abort => return (None, HostReply::Abort),
+            CallPlan::Refuse(seq, message) => {
+                return record(&self.cursor, seq, Err(ToolError(message)))
+            }
+            CallPlan::Execute { seq, mark, args } => (seq, mark, args),
         };
+        let mut call = call;
+        if let Some(args) = approved {
+            call.args = args;
+        }
         let ctx = CallContext {
             execution_id: self.execution_id.clone(),
             seq,
         };
-        let outcome = registered
-            .connector
-            .execute(&call.method, call.args, ctx)
-            .await;
-        let mut cursor = self.lock();
-        if cursor.stop.is_some() {
-            return HostReply::Abort;
+        let connector = registered.connector.clone();
+        // Past the caps, the call waits here for its turn, in seq order.
+        let permit = self.gate.enter(seq, &call.namespace).await;
+        if let Some(entry) = mark {
+            // Marked `executing` only now: a write still waiting for its turn has not run.
+            {
+                let mut cursor = self.lock();
+                if cursor.stop.is_some() {
+                    return (None, HostReply::Abort);
+                }
+                cursor.set(*entry);
+            }
+            if let Err(stop) = self.flush().await {
+                return (None, self.abort(stop));
+            }
+            return self.write(connector, call, ctx, permit).await;
         }
-        let Some(entry) = cursor.log.get(&seq) else {
-            return HostReply::Abort;
+        let timeout = self.gate.timeout(&call.namespace);
+        let outcome = timed(&self.runtime, connector, call, ctx, timeout).await;
+        drop(permit);
+        let reply = record(&self.cursor, seq, outcome);
+        if self.lock().needs_flush() {
+            if let Err(stop) = self.flush().await {
+                return (None, self.abort(stop));
+            }
+        }
+        reply
+    }
+
+    /// Runs a write as a task of its own, so that it finishes and is recorded even when the
+    /// sandbox stops waiting for it (the code returned without awaiting it).
+    async fn write(
+        &self,
+        connector: Arc<dyn Connector>,
+        call: HostCall,
+        ctx: CallContext,
+        permit: Permit,
+    ) -> (Option<u64>, HostReply) {
+        let seq = ctx.seq;
+        let cursor = self.cursor.clone();
+        let runtime = self.runtime.clone();
+        let timeout = self.gate.timeout(&call.namespace);
+        let run = async move {
+            let outcome = timed(&runtime, connector, call, ctx, timeout).await;
+            drop(permit);
+            record(&cursor, seq, outcome)
         };
-        match outcome {
-            Ok(result) => {
-                let keep = if entry.ephemeral {
-                    None
-                } else {
-                    let size = serialized_len(&result);
-                    if size > MAX_DURABLE_VALUE_CHARS {
-                        let what = format!(
-                            "the result of {}.{} (seq {seq})",
-                            entry.connector, entry.method
-                        );
-                        cursor.stop(Stop::Fail(oversized(&what, size)));
-                        return HostReply::Abort;
-                    }
-                    Some(result.clone())
-                };
-                cursor.update(seq, |entry| {
-                    entry.state = EntryState::Applied;
-                    entry.error = None;
-                    if keep.is_some() {
-                        entry.result = keep;
-                    }
-                });
-                HostReply::Value(result)
-            }
-            Err(error) => {
-                let message = error.0;
-                cursor.update(seq, |entry| {
-                    entry.state = EntryState::Error;
-                    entry.error = Some(message.clone());
-                });
-                HostReply::Throw(message)
-            }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return run.await;
+        };
+        let in_flight = self.writes.clone().read_owned().await;
+        let task = handle.spawn(async move {
+            let reply = run.await;
+            drop(in_flight);
+            reply
+        });
+        match task.await {
+            Ok(reply) => reply,
+            Err(e) => (None, self.abort(Stop::Fail(format!(
+                "internal error: the call at seq {seq} stopped without an outcome ({e}); its outcome is unknown, and a rollback reverts it"
+            )))),
         }
     }
 
@@ -471,25 +736,43 @@ impl PassHost {
         }
     }
 
-    async fn sdk_call(&self, call: HostCall) -> HostReply {
+    /// Answers an SDK call; a step's reply carries its ticket (search, describe and run
+    /// are not in the log and reach the sandbox as soon as they are ready).
+    async fn sdk_call(&self, call: HostCall) -> (Option<u64>, HostReply) {
         match call.method.as_str() {
             "step" => self.step_begin(&call.args),
             "step_result" | "step_error" => self.step_end(&call),
-            "search" | "describe" | "run" => super::sdk::answer(&self.runtime, &call).await,
-            other => HostReply::Throw(format!(
-                "codemode.{other} does not exist; the SDK has search, describe, step and run"
-            )),
+            "search" | "describe" | "run" => (None, super::sdk::answer(&self.runtime, &call).await),
+            other => (
+                None,
+                HostReply::Throw(format!(
+                    "codemode.{other} does not exist; the SDK has search, describe, step and run"
+                )),
+            ),
         }
     }
 
-    fn step_begin(&self, args: &Value) -> HostReply {
+    /// Waits on the delivery gate (see [`Parked`]).
+    fn parked(&self, wait: Wait) -> Parked<'_> {
+        Parked {
+            cursor: &self.cursor,
+            wait,
+            at: None,
+        }
+    }
+
+    fn step_begin(&self, args: &Value) -> (Option<u64>, HostReply) {
         let Some(name) = args.get("name").and_then(Value::as_str) else {
-            return HostReply::Throw("codemode.step(name, fn) needs a string name".into());
+            return (
+                None,
+                HostReply::Throw("codemode.step(name, fn) needs a string name".into()),
+            );
         };
         let call_args = json!({ "name": name });
         let mut cursor = self.lock();
-        let seq = cursor.next;
-        cursor.next += 1;
+        let Some(seq) = cursor.next_seq() else {
+            return (None, HostReply::Abort);
+        };
         if let Some(recorded) = cursor.log.get(&seq) {
             if recorded.connector != SDK_NAMESPACE
                 || recorded.method != "step"
@@ -502,19 +785,26 @@ impl PassHost {
                 };
                 let message = divergence(seq, recorded, &call);
                 cursor.stop(Stop::Fail(message));
-                return HostReply::Abort;
+                return (None, HostReply::Abort);
             }
             match recorded.state {
                 EntryState::Applied => {
-                    let value = recorded.result.clone().unwrap_or(Value::Null);
-                    return HostReply::Value(json!({ "replay": true, "value": value }));
+                    let value = cursor.log.remove(&seq).and_then(|e| e.result);
+                    let value = value.unwrap_or(Value::Null);
+                    let reply = HostReply::Value(json!({ "replay": true, "value": value }));
+                    return (Some(cursor.delivery.ticket(seq)), reply);
                 }
                 EntryState::Error => {
-                    return HostReply::Throw(recorded.error.clone().unwrap_or_default());
+                    let error = cursor.log.remove(&seq).and_then(|e| e.error);
+                    let reply = HostReply::Throw(error.unwrap_or_default());
+                    return (Some(cursor.delivery.ticket(seq)), reply);
                 }
                 _ => {}
             }
         } else {
+            if !cursor.add_log_bytes(json_size(&call_args).0) {
+                return (None, HostReply::Abort);
+            }
             cursor.track(LogEntry {
                 seq,
                 connector: SDK_NAMESPACE.into(),
@@ -525,46 +815,127 @@ impl PassHost {
                 requires_approval: false,
                 ephemeral: false,
                 state: EntryState::Executing,
+                approved_args: None,
+                decisions: Vec::new(),
+                delivered: None,
             });
         }
-        HostReply::Value(json!({ "replay": false, "seq": seq }))
+        (
+            None,
+            HostReply::Value(json!({ "replay": false, "seq": seq })),
+        )
     }
 
-    fn step_end(&self, call: &HostCall) -> HostReply {
+    fn step_end(&self, call: &HostCall) -> (Option<u64>, HostReply) {
         let seq = call.args.get("seq").and_then(Value::as_u64);
         let mut cursor = self.lock();
         let Some(mut entry) = seq.and_then(|s| cursor.log.get(&s)).cloned() else {
-            return HostReply::Throw("codemode.step: unknown step".into());
+            return (None, HostReply::Throw("codemode.step: unknown step".into()));
         };
         if entry.method != "step" || entry.state != EntryState::Executing {
-            return HostReply::Throw("codemode.step: this step already ended".into());
+            return (
+                None,
+                HostReply::Throw("codemode.step: this step already ended".into()),
+            );
         }
         if call.method == "step_error" {
+            let error = call
+                .args
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("the step failed");
+            let error = durable_text(error.to_string());
+            if !cursor.add_log_bytes(error.len() as u64) {
+                return (None, HostReply::Abort);
+            }
             entry.state = EntryState::Error;
-            entry.error = Some(
-                call.args
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("the step failed")
-                    .to_string(),
-            );
+            entry.error = Some(error);
         } else {
             let value = call.args.get("value").cloned().unwrap_or(Value::Null);
-            let size = serialized_len(&value);
+            let (bytes, size) = json_size(&value);
             if size > MAX_DURABLE_VALUE_CHARS {
                 let name = entry.args["name"].as_str().unwrap_or_default().to_string();
                 cursor.stop(Stop::Fail(oversized(
                     &format!("the value of step {name:?}"),
                     size,
                 )));
-                return HostReply::Abort;
+                return (None, HostReply::Abort);
             }
+            if !cursor.add_log_bytes(bytes) {
+                return (None, HostReply::Abort);
+            }
+            cursor.buffer(bytes);
             entry.state = EntryState::Applied;
             entry.result = Some(value);
         }
+        // The code goes on after this reply: the step's result takes its place in the order.
+        let ticket = cursor.delivery.ticket(entry.seq);
+        entry.delivered = Some(ticket);
         cursor.set(entry);
-        HostReply::Value(Value::Null)
+        (Some(ticket), HostReply::Value(Value::Null))
     }
+}
+
+/// Runs one connector call within its `timeout`, if any, publishing its start and its end
+/// with the time it took.
+async fn timed(
+    runtime: &Runtime,
+    connector: Arc<dyn Connector>,
+    call: HostCall,
+    ctx: CallContext,
+    timeout: Option<std::time::Duration>,
+) -> Result<Value, ToolError> {
+    let (execution_id, seq) = (ctx.execution_id.clone(), ctx.seq);
+    runtime.publish(RuntimeEvent::CallStarted {
+        execution_id: execution_id.clone(),
+        seq,
+        connector: call.namespace.clone(),
+        method: call.method.clone(),
+    });
+    let started = std::time::Instant::now();
+    let run = connector.execute(&call.method, call.args, ctx);
+    // The timer needs a tokio runtime; without one, the pass deadline bounds the call.
+    let outcome = match timeout.filter(|_| tokio::runtime::Handle::try_current().is_ok()) {
+        Some(limit) => match tokio::time::timeout(limit, run).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(ToolError(format!(
+                "{}.{} did not answer within {} ms",
+                call.namespace,
+                call.method,
+                limit.as_millis()
+            ))),
+        },
+        None => run.await,
+    };
+    runtime.publish(RuntimeEvent::CallEnded {
+        execution_id,
+        seq,
+        connector: call.namespace,
+        method: call.method,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ok: outcome.is_ok(),
+    });
+    outcome
+}
+
+/// Whether a pending entry was rejected by an approval of others of its batch.
+fn rejected(entry: &LogEntry) -> bool {
+    entry
+        .decisions
+        .last()
+        .is_some_and(|d| d.kind == crate::model::DecisionKind::Reject)
+}
+
+/// The error the code gets where it called an action a person rejected.
+fn rejection(entry: &LogEntry) -> String {
+    let by = entry.decisions.last().map(|d| d.by.to_string());
+    format!(
+        "{}.{} (seq {}) was rejected by {}, who approved other actions started with it; it did not run",
+        entry.connector,
+        entry.method,
+        entry.seq,
+        by.as_deref().unwrap_or("a person")
+    )
 }
 
 fn describe_call(connector: &str, method: &str, args: &Value) -> String {
@@ -582,7 +953,7 @@ fn describe_call(connector: &str, method: &str, args: &Value) -> String {
 
 fn divergence(seq: u64, recorded: &LogEntry, call: &HostCall) -> String {
     format!(
-        "replay diverged at seq {seq}: the log recorded {} but this pass called {}. On every pass the code must make the same calls, in the same order, with the same arguments; wrap Date.now(), Math.random() and other nondeterminism in codemode.step(name, fn), and do not run connector calls in Promise.all",
+        "replay diverged at seq {seq}: the log recorded {} but this pass called {}. On every pass the code must make the same calls, in the same order, with the same arguments; wrap Date.now(), Math.random() and other nondeterminism in codemode.step(name, fn)",
         describe_call(&recorded.connector, &recorded.method, &recorded.args),
         describe_call(&call.namespace, &call.method, &call.args),
     )

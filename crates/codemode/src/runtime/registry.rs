@@ -26,10 +26,30 @@ pub(crate) struct Registry {
     pub connectors: HashMap<String, RegisteredConnector>,
     /// Connector names in configuration order.
     pub names: Vec<String>,
+    /// Tools left out (an input schema that does not compile), one sentence each.
+    pub warnings: Vec<String>,
 }
 
 impl Registry {
-    /// Checks names, schemas and policies; the first problem is an error that names it.
+    /// Runs one lifecycle hook on every connector at once, logging and ignoring failures;
+    /// `id` names the execution (or stateless call) in the log.
+    pub(crate) async fn each_connector<'a, F>(&'a self, hook: &str, id: &str, call: F)
+    where
+        F: Fn(&'a dyn Connector) -> futures::future::BoxFuture<'a, Result<(), crate::ToolError>>,
+    {
+        let runs = self.names.iter().map(|name| {
+            let run = call(self.connectors[name].connector.as_ref());
+            async move {
+                if let Err(e) = run.await {
+                    tracing::warn!(connector = %name, execution = %id, error = %e, "{hook} failed");
+                }
+            }
+        });
+        futures::future::join_all(runs).await;
+    }
+
+    /// Checks names and policies (the first problem is an error that names it); a tool whose
+    /// input schema does not compile is left out with a warning.
     pub fn build(
         connectors: Vec<Arc<dyn Connector>>,
         reserved: &[&str],
@@ -37,6 +57,7 @@ impl Registry {
         let mut registry = Registry {
             connectors: HashMap::new(),
             names: Vec::new(),
+            warnings: Vec::new(),
         };
         for connector in connectors {
             let name = connector.name().to_string();
@@ -49,7 +70,9 @@ impl Registry {
             let mut tools = HashMap::new();
             let mut order = Vec::new();
             for spec in connector.tools() {
-                let tool = register_tool(&name, spec)?;
+                let Some(tool) = register_tool(&name, spec, &mut registry.warnings)? else {
+                    continue;
+                };
                 if tools.contains_key(&tool.spec.name) {
                     return Err(RuntimeError::InvalidConnector(format!(
                         "{name} has two tools named {:?}",
@@ -76,9 +99,21 @@ impl Registry {
     pub fn namespaces(&self) -> Vec<Namespace> {
         self.names
             .iter()
-            .map(|name| Namespace {
-                name: name.clone(),
-                methods: self.connectors[name].order.clone(),
+            .map(|name| {
+                let c = &self.connectors[name];
+                let positional = if c.connector.positional_args() {
+                    c.order
+                        .iter()
+                        .map(|m| c.tools[m].spec.positional_params())
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Namespace {
+                    name: name.clone(),
+                    methods: c.order.clone(),
+                    positional,
+                }
             })
             .collect()
     }
@@ -131,7 +166,11 @@ impl RegisteredTool {
     }
 }
 
-fn register_tool(connector: &str, spec: ToolSpec) -> Result<RegisteredTool, RuntimeError> {
+fn register_tool(
+    connector: &str,
+    spec: ToolSpec,
+    warnings: &mut Vec<String>,
+) -> Result<Option<RegisteredTool>, RuntimeError> {
     if !crate::discovery::is_valid_identifier(&spec.name) {
         return Err(RuntimeError::InvalidConnector(format!(
             "{connector}: tool name {:?} is not a valid JavaScript identifier; sanitise it (letters, digits, _ and $, not starting with a digit)",
@@ -140,17 +179,38 @@ fn register_tool(connector: &str, spec: ToolSpec) -> Result<RegisteredTool, Runt
     }
     if spec.requires_approval && spec.replay == ReplayPolicy::Reexecute {
         return Err(RuntimeError::InvalidConnector(format!(
-            "{connector}.{}: a tool that requires approval cannot use replay: reexecute (an approved action would run again on every pass)",
+            "{connector}.{}: a tool that requires approval cannot use replay = \"reexecute\" (an approved action would run again on every pass); keep replay = \"log\", or, only if running it again is harmless, set requires_approval = false",
             spec.name
         )));
     }
-    let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| {
-        RuntimeError::InvalidConnector(format!(
-            "{connector}.{}: the input schema is not valid JSON Schema: {e}",
-            spec.name
-        ))
-    })?;
-    Ok(RegisteredTool { spec, validator })
+    match jsonschema::validator_for(&spec.input_schema) {
+        Ok(validator) => Ok(Some(RegisteredTool { spec, validator })),
+        Err(e) => {
+            let warning = format!(
+                "connector `{connector}`: tool `{}` is left out: its input schema is not valid JSON Schema ({e}); fix the schema to use it",
+                spec.name
+            );
+            tracing::warn!("{warning}");
+            warnings.push(warning);
+            Ok(None)
+        }
+    }
+}
+
+impl super::Runtime {
+    /// What is degraded without stopping the runtime: every connector's own
+    /// [`warnings`](Connector::warnings), then the tools the runtime left out (an input schema
+    /// that does not compile), one sentence each; empty when all is well.
+    pub fn warnings(&self) -> Vec<String> {
+        let registry = &self.inner.registry;
+        let mut out: Vec<String> = registry
+            .names
+            .iter()
+            .flat_map(|n| registry.connectors[n].connector.warnings())
+            .collect();
+        out.extend(registry.warnings.iter().cloned());
+        out
+    }
 }
 
 fn check_connector_name(name: &str, reserved: &[&str]) -> Result<(), RuntimeError> {

@@ -8,7 +8,7 @@ use crate::executor::{HostCall, HostReply};
 use serde_json::{json, Value};
 
 /// Builds the discovery catalogue from the registered connectors.
-pub(super) fn build_catalog(
+pub(crate) fn build_catalog(
     registry: &Registry,
     hints: &[(String, String)],
 ) -> Result<Catalog, RuntimeError> {
@@ -25,6 +25,8 @@ pub(super) fn build_catalog(
                     .iter()
                     .find(|(n, _)| n == name)
                     .map(|(_, h)| h.clone()),
+                positional: c.connector.positional_args(),
+                types: c.connector.types(),
             }
         })
         .collect();
@@ -52,7 +54,9 @@ pub(super) async fn answer(runtime: &Runtime, call: &HostCall) -> HostReply {
             None => HostReply::Throw("codemode.search(query) needs a string query".into()),
         },
         "describe" => match text("target") {
-            Some(t) => match inner.catalog.describe(&t, &snippets) {
+            Some(t) => match crate::discovery::DescribeOptions::from_args(&call.args)
+                .and_then(|o| inner.catalog.describe_with(&t, &snippets, o))
+            {
                 Ok(d) => HostReply::Value(serde_json::to_value(d).unwrap_or(Value::Null)),
                 Err(message) => HostReply::Throw(message),
             },
@@ -65,9 +69,106 @@ pub(super) async fn answer(runtime: &Runtime, call: &HostCall) -> HostReply {
                 return HostReply::Throw("codemode.run(name, input) needs a snippet name".into());
             };
             let input = call.args.get("input").cloned().unwrap_or(Value::Null);
-            run_snippet(runtime, &name, input, &snippets)
+            let chain = caller_chain(&call.args);
+            if let Some(message) = nesting_refusal(&chain, &name, inner.max_snippet_depth) {
+                return HostReply::Throw(message);
+            }
+            match run_snippet(runtime, &name, input, &snippets) {
+                HostReply::RunCode { code, input } => {
+                    let mut chain = chain;
+                    chain.push(name);
+                    HostReply::RunCode {
+                        code: carry_chain(&code, &chain),
+                        input,
+                    }
+                }
+                other => other,
+            }
         }
     }
+}
+
+/// The snippets running, outermost first, when the code called `codemode.run`: the glue
+/// sends them as `chain` for a call made from inside a snippet.
+fn caller_chain(args: &Value) -> Vec<String> {
+    args.get("chain")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Why running `name` from inside `chain` is refused: the snippet is already running (it
+/// would run itself) or the nesting is past the limit.
+pub(crate) fn nesting_refusal(chain: &[String], name: &str, max_depth: usize) -> Option<String> {
+    let path = || {
+        let mut all: Vec<&str> = chain.iter().map(String::as_str).collect();
+        all.push(name);
+        all.join(" -> ")
+    };
+    if let Some(first) = chain.iter().position(|n| n == name) {
+        let cycle: Vec<&str> = chain[first..]
+            .iter()
+            .map(String::as_str)
+            .chain([name])
+            .collect();
+        return Some(format!(
+            "codemode.run({name:?}) refused: snippet {} runs itself, which would never end; \
+             call the connectors directly or loop inside one snippet instead of recursing",
+            cycle.join(" -> ")
+        ));
+    }
+    if chain.len() >= max_depth {
+        return Some(format!(
+            "codemode.run({name:?}) refused: snippets nest {} deep ({}), past the limit of \
+             {max_depth}; run fewer snippets from inside snippets",
+            chain.len() + 1,
+            path()
+        ));
+    }
+    None
+}
+
+/// The snippet's code with each `codemode.run(` call made to carry the chain it runs in, so
+/// the host sees who calls: `codemode.run.call(["a"], name, input)`. A run reached another
+/// way (an alias of `codemode.run`) carries no chain and is not checked.
+pub(crate) fn carry_chain(code: &str, chain: &[String]) -> String {
+    let names = serde_json::to_string(chain).unwrap_or_else(|_| "[]".into());
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("codemode") {
+        let before_ok = rest[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '$' || c == '.'));
+        let after = &rest[at + "codemode".len()..];
+        let tail = after.trim_start();
+        let call = tail
+            .strip_prefix('.')
+            .map(str::trim_start)
+            .and_then(|t| t.strip_prefix("run"))
+            .map(str::trim_start)
+            .filter(|t| t.starts_with('('));
+        match call {
+            Some(open) if before_ok => {
+                out.push_str(&rest[..at]);
+                out.push_str("codemode.run.call(");
+                out.push_str(&names);
+                out.push_str(", ");
+                rest = &open[1..];
+            }
+            _ => {
+                out.push_str(&rest[..at + "codemode".len()]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn run_snippet(
@@ -105,10 +206,58 @@ fn run_snippet(
     }
 }
 
+/// Options of [`Runtime::tool_with`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolOptions {
+    /// A description replacing the generated one; `{{types}}` becomes every declaration and
+    /// `{{example}}` an example program.
+    pub description: Option<String>,
+}
+
+/// The program `{{example}}` stands for in a replaced tool description.
+pub const TOOL_EXAMPLE: &str = "async () => {\n  const found = await codemode.search(\"create issue comment\");\n  const docs = await codemode.describe(found.results[0].path);\n  return { found: found.results.slice(0, 5), types: docs.types };\n}";
+
+/// Fills a description template's placeholders, or names the first unknown one.
+pub(crate) fn fill_template(template: &str, types: &str) -> Result<String, RuntimeError> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start + 2..].find("}}") else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        match rest[start + 2..start + 2 + len].trim() {
+            "types" => out.push_str(types),
+            "example" => out.push_str(TOOL_EXAMPLE),
+            other => {
+                return Err(RuntimeError::InvalidConfig(format!(
+                    "the tool description names the placeholder {{{{{other}}}}}, which does not exist; the allowed placeholders are {{{{types}}}} and {{{{example}}}}"
+                )))
+            }
+        }
+        rest = &rest[start + 2 + len + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 impl Runtime {
     /// The tool to hand the model: name, description and input schema.
     pub fn tool(&self) -> crate::discovery::ToolDefinition {
         self.inner.catalog.tool_definition()
+    }
+
+    /// [`Runtime::tool`] with options: a replaced description fills `{{types}}` and
+    /// `{{example}}`; any other placeholder is an error naming it and the allowed ones.
+    pub fn tool_with(
+        &self,
+        options: ToolOptions,
+    ) -> Result<crate::discovery::ToolDefinition, RuntimeError> {
+        let mut tool = self.tool();
+        if let Some(template) = &options.description {
+            tool.description = fill_template(template, &self.types())?;
+        }
+        Ok(tool)
     }
 
     /// Ranked search over connector methods and snippets, as `codemode.search` answers.

@@ -1,0 +1,8 @@
+//! The `codemode` binary's wiring: argument parsing, config loading, choosing the store, and
+//! starting the fronts of `codemode-server`. A library only so that tests reach [`cli::Cli`].
+
+pub mod app;
+pub mod cli;
+pub mod config;
+mod openapi_cmd;
+mod serve;

@@ -1,0 +1,67 @@
+//! `codemode openapi SPEC`: the OpenAPI search/execute MCP server on stdio.
+
+use crate::app::{self, CommonArgs, Settings};
+use anyhow::{Context, Result};
+use codemode::Runtime;
+use codemode_openapi::{AuthConfig, OpenApiConfig, OpenApiConnector};
+use codemode_server::openapi_mcp::{spec_connectors, OpenApiMcp};
+use std::sync::Arc;
+
+/// Flags of `codemode openapi`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OpenApiArgs {
+    /// The OpenAPI 3.0/3.1 document: a file (JSON or YAML) or an http(s):// URL.
+    pub spec: String,
+    /// Where requests go (default: the document's first `servers` entry).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The sandbox global holding `spec()` and `request()`.
+    #[arg(long, default_value = "api")]
+    pub name: String,
+    /// The environment variable holding a bearer token added to every request host-side.
+    #[arg(long, value_name = "VAR")]
+    pub bearer_env: Option<String>,
+    /// The budget of each tool's output, in tokens (about four characters each).
+    #[arg(long, default_value_t = 6_000)]
+    pub max_tokens: usize,
+}
+
+/// Loads the document, builds the two runtimes and serves MCP on stdio.
+pub async fn run(common: &CommonArgs, args: &OpenApiArgs) -> Result<()> {
+    let mut settings = Settings::load(common)?;
+    settings.demo = false;
+    let progress = codemode_server::progress::Progress::start(&format!("loading {}", args.spec));
+    let mut config = OpenApiConfig::new(args.name.clone(), args.spec.clone());
+    config.base_url = args.base_url.clone();
+    config.expose_spec = true;
+    // As the reference's openApiMcpServer: `execute` is the API itself, no approval step.
+    config.approval.allow = vec!["*".into()];
+    config.auth = args
+        .bearer_env
+        .clone()
+        .map(|token_env| AuthConfig::Bearer { token_env });
+    let api = OpenApiConnector::from_spec(config)
+        .await
+        .with_context(|| format!("cannot load the OpenAPI document {}", args.spec))?;
+    let apis = spec_connectors(&args.name, api)
+        .await
+        .with_context(|| format!("cannot read the document {}", args.spec))?;
+    progress.done();
+    let (store, _, _, _) = app::open_store(&settings).await?;
+    let search = Runtime::builder(store.clone(), Arc::new(app::executor(&settings)))
+        .name("openapi-search")
+        .connector(apis.search)
+        .build()
+        .context("cannot build the search runtime")?;
+    let execute = Runtime::builder(store, Arc::new(app::executor(&settings)))
+        .name("openapi-execute")
+        .connector(apis.execute)
+        .build()
+        .context("cannot build the execute runtime")?;
+    tracing::info!(spec = %args.spec, "serving the OpenAPI search and execute tools over stdio");
+    OpenApiMcp::new(args.name.clone(), search, execute, args.max_tokens)
+        .with_document(&apis.index, apis.description)
+        .serve_stdio()
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! Waiting in the call: over MCP (the official TypeScript SDK client, no elicitation) a paused
+//! run waits for an approval made through the API and returns the outcome in the same call;
+//! `{executionId}` picks a run up without running it again. Over HTTP: `run?wait_ms`, cancel,
+//! and approve with edited arguments or a standing scope. Skipped (with a message) when node
+//! or the fixtures are not installed.
+
+mod common;
+
+use common::{client, get, post, serve};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn fixtures() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let sdk = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
+    let node = Command::new("node").arg("--version").output().is_ok();
+    if sdk.exists() && node {
+        Some(dir)
+    } else {
+        eprintln!("skipped: node or fixtures/node_modules missing (run npm ci in fixtures/)");
+        None
+    }
+}
+
+/// Starts the waiting MCP client on `calls`; its stdout lines arrive on the receiver.
+fn start_client(
+    fx: &Path,
+    url: &str,
+    calls: &[Value],
+) -> (std::process::Child, mpsc::Receiver<String>) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/mcp_wait.mjs");
+    let mut child = Command::new("node")
+        .arg(script)
+        .arg(fx)
+        .arg(url)
+        .arg("--")
+        .args(calls.iter().map(Value::to_string))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run node");
+    let (tx, rx) = mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// The next line of the client starting with `prefix`, within `limit`.
+fn line_with(rx: &mpsc::Receiver<String>, prefix: &str, limit: Duration) -> String {
+    let until = Instant::now() + limit;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) if line.starts_with(prefix) => return line,
+            Ok(_) => continue,
+            Err(e) => panic!("no line starting with {prefix:?} within {limit:?}: {e}"),
+        }
+    }
+}
+
+const WRITE: &str = "const t = await tasks.create_task({ title: 'waited' }); return t.title;";
+
+fn config(dir: &Path, wait_ms: u64) {
+    let text = format!("[approvals]\nelicitation = false\nwait_ms = {wait_ms}\n");
+    std::fs::write(dir.join("codemode.toml"), text).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paused_tool_call_waits_for_an_approval_and_returns_the_outcome() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), 30_000);
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let http = client();
+    let url = format!("{}/mcp", server.base);
+    let (mut node, rx) = start_client(&fx, &url, &[json!({ "code": WRITE })]);
+
+    // The call is waiting: it reports what it waits for, and the run is paused.
+    let first = line_with(&rx, "PROGRESS ", Duration::from_secs(30));
+    assert!(
+        first.contains("waiting for approval of tasks.create_task"),
+        "{first}"
+    );
+    let (status, pending) = get(&http, format!("{}/api/pending", server.base)).await;
+    assert_eq!(status, 200);
+    let id = pending[0]["executionId"]
+        .as_str()
+        .expect("a pending action")
+        .to_string();
+
+    // Someone approves through the API; the original call returns the completed outcome.
+    let (status, approved) = post(
+        &http,
+        format!("{}/api/executions/{id}/approve", server.base),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{approved}");
+    let done: Value = serde_json::from_str(&line_with(&rx, "{", Duration::from_secs(30))).unwrap();
+    assert!(node.wait().unwrap().success());
+    let call = &done["results"][0];
+    assert_eq!(call["structuredContent"]["status"], "completed", "{call}");
+    assert_eq!(call["structuredContent"]["result"], "waited");
+    assert_eq!(call["structuredContent"]["executionId"], id.as_str());
+    assert!(!done["progress"].as_array().unwrap().is_empty());
+
+    // The tool takes `executionId` instead of code.
+    let schema = &done["tools"][0]["inputSchema"];
+    assert_eq!(
+        schema["properties"]["executionId"]["type"], "string",
+        "{schema}"
+    );
+    assert!(schema["required"].is_null(), "{schema}");
+
+    // Picking the run up by id returns the same outcome and runs nothing again; an unknown
+    // id is a tool error.
+    let (mut node, rx) = start_client(
+        &fx,
+        &url,
+        &[
+            json!({ "executionId": id }),
+            json!({ "executionId": "no-such-run" }),
+        ],
+    );
+    let again: Value = serde_json::from_str(&line_with(&rx, "{", Duration::from_secs(30))).unwrap();
+    assert!(node.wait().unwrap().success());
+    let same = &again["results"][0]["structuredContent"];
+    assert_eq!(same["status"], "completed", "{again}");
+    assert_eq!(same["result"], "waited");
+    assert_eq!(same["executionId"], id.as_str());
+    let unknown = &again["results"][1];
+    assert_eq!(unknown["isError"], true, "{unknown}");
+    assert!(unknown["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("no-such-run"));
+    let (_, list) = get(&http, format!("{}/api/executions", server.base)).await;
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    let (_, tasks) = post(
+        &http,
+        format!("{}/api/run", server.base),
+        json!({"code": "return (await tasks.list_tasks({})).tasks.length"}),
+    )
+    .await;
+    assert_eq!(tasks["result"], 1, "the task was created once: {tasks}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn past_the_wait_the_call_returns_paused_saying_how_to_continue() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), 300);
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let url = format!("{}/mcp", server.base);
+    let (mut node, rx) = start_client(&fx, &url, &[json!({ "code": WRITE })]);
+    let done: Value = serde_json::from_str(&line_with(&rx, "{", Duration::from_secs(30))).unwrap();
+    assert!(node.wait().unwrap().success());
+    let call = &done["results"][0];
+    assert_eq!(call["structuredContent"]["status"], "paused", "{call}");
+    let id = call["structuredContent"]["executionId"].as_str().unwrap();
+    let text = call["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("{{\"executionId\": \"{id}\"}}")),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_run_waits_and_approve_checks_edited_arguments_and_scope_and_cancel_refuses_finished_runs(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), 200);
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let http = client();
+    let base = &server.base;
+    // wait_ms is clamped to approvals.wait_ms (200 ms): nobody decides, so it answers paused.
+    let started = Instant::now();
+    let (status, paused) = post(
+        &http,
+        format!("{base}/api/run?wait_ms=60000"),
+        json!({ "code": WRITE }),
+    )
+    .await;
+    assert_eq!(status, 200, "{paused}");
+    assert_eq!(paused["status"], "paused", "{paused}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let id = paused["executionId"].as_str().unwrap();
+    let approve = format!("{base}/api/executions/{id}/approve");
+
+    let (status, bad) = post(&http, approve.clone(), json!({ "args": { "title": 5 } })).await;
+    assert_eq!(status, 400, "{bad}");
+    assert!(bad["error"].as_str().unwrap().contains("title"), "{bad}");
+    let standing = json!({ "scope": "execution", "methods": ["tasks.list_tasks"] });
+    let (status, bad) = post(&http, approve.clone(), standing).await;
+    assert_eq!(status, 400, "{bad}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("tasks.list_tasks"),
+        "{bad}"
+    );
+    let (status, _) = post(
+        &http,
+        format!("{base}/api/executions/{id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 409, "a paused run is rejected, not cancelled");
+
+    // Nothing ran on the refusals; the edited arguments are what runs.
+    let edited = json!({ "args": { "title": "edited" }, "scope": "execution" });
+    let (status, done) = post(&http, approve, edited).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"], "edited");
+    let (status, refused) = post(
+        &http,
+        format!("{base}/api/executions/{id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 409, "{refused}");
+    let (status, _) = post(
+        &http,
+        format!("{base}/api/executions/nope/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 404);
+}

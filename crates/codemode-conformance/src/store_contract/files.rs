@@ -1,0 +1,195 @@
+//! Workspace files: changes checked against their limits in one transaction, keyed changes
+//! applied once and reverted to what the file held before, listings by raw prefix.
+
+use codemode::{FileChange, FileChangeOutcome, FileInfo, FileOp, Store, WorkspaceUsage};
+
+fn change(path: &str, op: FileOp, key: Option<&str>) -> FileChange {
+    FileChange {
+        workspace: "w".into(),
+        path: path.into(),
+        op,
+        key: key.map(str::to_string),
+        quota_bytes: 20,
+        max_file_bytes: 12,
+        at_ms: 1_000,
+    }
+}
+
+async fn text(store: &dyn Store, path: &str) -> Option<String> {
+    store.read_file("w", path).await.unwrap().map(|f| f.content)
+}
+
+fn applied(size: Option<u64>, existed: bool, used_bytes: u64, repeated: bool) -> FileChangeOutcome {
+    FileChangeOutcome::Applied {
+        size,
+        existed,
+        used_bytes,
+        repeated,
+    }
+}
+
+/// Write, append and remove change the file; sizes are UTF-8 bytes; a keyed change applied
+/// twice is applied once, and its second outcome says so.
+pub async fn file_changes_apply_once_per_key_and_count_bytes(store: &dyn Store) {
+    let w = change("/a", FileOp::Write("é".into()), Some("e:0"));
+    assert_eq!(
+        store.change_file(&w).await.unwrap(),
+        applied(Some(2), false, 2, false),
+        "a write creates the file"
+    );
+    let a = change("/a", FileOp::Append("xy".into()), Some("e:1"));
+    assert_eq!(
+        store.change_file(&a).await.unwrap(),
+        applied(Some(4), true, 4, false)
+    );
+    assert_eq!(
+        store.change_file(&a).await.unwrap(),
+        applied(Some(4), true, 4, true),
+        "a repeated key must not append twice"
+    );
+    assert_eq!(text(store, "/a").await.as_deref(), Some("éxy"));
+    let info = store.read_file("w", "/a").await.unwrap().unwrap().info;
+    assert_eq!((info.size, info.updated_at), (4, 1_000));
+    let r = change("/a", FileOp::Remove, Some("e:2"));
+    assert_eq!(
+        store.change_file(&r).await.unwrap(),
+        applied(None, true, 0, false)
+    );
+    assert_eq!(text(store, "/a").await, None);
+    let missing = change("/none", FileOp::Remove, None);
+    assert_eq!(
+        store.change_file(&missing).await.unwrap(),
+        applied(None, false, 0, false)
+    );
+}
+
+/// A change past the file limit or the quota writes nothing, not even its undo record.
+pub async fn a_file_change_over_a_limit_writes_nothing(store: &dyn Store) {
+    store
+        .change_file(&change("/a", FileOp::Write("0123456789".into()), None))
+        .await
+        .unwrap();
+    let big = change("/b", FileOp::Write("x".repeat(13)), Some("e:0"));
+    assert_eq!(
+        store.change_file(&big).await.unwrap(),
+        FileChangeOutcome::FileTooLarge {
+            size: 13,
+            limit: 12
+        }
+    );
+    let over = change("/b", FileOp::Write("x".repeat(11)), Some("e:1"));
+    assert_eq!(
+        store.change_file(&over).await.unwrap(),
+        FileChangeOutcome::OverQuota {
+            used: 10,
+            needed: 21,
+            quota: 20
+        }
+    );
+    let append = change("/a", FileOp::Append("xyz".into()), Some("e:2"));
+    assert_eq!(
+        store.change_file(&append).await.unwrap(),
+        FileChangeOutcome::FileTooLarge {
+            size: 13,
+            limit: 12
+        }
+    );
+    assert_eq!(text(store, "/a").await.as_deref(), Some("0123456789"));
+    assert_eq!(text(store, "/b").await, None);
+    for key in ["e:0", "e:1", "e:2"] {
+        assert!(
+            !store.revert_file_change("w", key, 2_000).await.unwrap(),
+            "{key} left an undo record"
+        );
+    }
+    let fits = change("/b", FileOp::Write("x".repeat(10)), None);
+    assert_eq!(
+        store.change_file(&fits).await.unwrap(),
+        applied(Some(10), false, 20, false)
+    );
+}
+
+/// Reverting keyed changes newest first puts back the content before each (removing a file
+/// that did not exist); a revert happens once.
+pub async fn reverting_file_changes_restores_what_was_there(store: &dyn Store) {
+    store
+        .change_file(&change("/a", FileOp::Write("old".into()), None))
+        .await
+        .unwrap();
+    store
+        .change_file(&change("/gone", FileOp::Write("here".into()), None))
+        .await
+        .unwrap();
+    for (i, (path, op)) in [
+        ("/a", FileOp::Write("new".into())),
+        ("/a", FileOp::Append("!".into())),
+        ("/fresh", FileOp::Write("f".into())),
+        ("/gone", FileOp::Remove),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let key = format!("e:{i}");
+        store
+            .change_file(&change(path, op, Some(&key)))
+            .await
+            .unwrap();
+    }
+    assert!(store.revert_file_change("w", "e:3", 2_000).await.unwrap());
+    assert!(store.revert_file_change("w", "e:2", 2_000).await.unwrap());
+    assert!(store.revert_file_change("w", "e:1", 2_000).await.unwrap());
+    assert_eq!(text(store, "/a").await.as_deref(), Some("new"));
+    assert!(store.revert_file_change("w", "e:0", 2_000).await.unwrap());
+    assert!(
+        !store.revert_file_change("w", "e:0", 2_000).await.unwrap(),
+        "reverted twice"
+    );
+    assert!(!store.revert_file_change("w", "nope", 2_000).await.unwrap());
+    assert_eq!(text(store, "/a").await.as_deref(), Some("old"));
+    assert_eq!(text(store, "/fresh").await, None);
+    assert_eq!(text(store, "/gone").await.as_deref(), Some("here"));
+}
+
+/// Files list by raw prefix in byte order; workspaces keep separate files and usage.
+pub async fn files_list_by_prefix_and_workspaces_stay_apart(store: &dyn Store) {
+    for path in ["/d/b", "/d/a", "/d%/x", "/d/B", "/dd", "/e"] {
+        store
+            .change_file(&change(path, FileOp::Write("12".into()), None))
+            .await
+            .unwrap();
+    }
+    let other = FileChange {
+        workspace: "v".into(),
+        ..change("/d/z", FileOp::Write("1".into()), None)
+    };
+    store.change_file(&other).await.unwrap();
+    let listed: Vec<String> = store
+        .list_files("w", "/d/")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f: FileInfo| f.path)
+        .collect();
+    assert_eq!(
+        listed,
+        ["/d/B", "/d/a", "/d/b"],
+        "a prefix is raw text, not a pattern"
+    );
+    assert_eq!(store.list_files("w", "/").await.unwrap().len(), 6);
+    assert_eq!(store.read_file("v", "/d/b").await.unwrap(), None);
+    assert_eq!(
+        store.workspaces().await.unwrap(),
+        vec![
+            WorkspaceUsage {
+                name: "v".into(),
+                files: 1,
+                bytes: 1
+            },
+            WorkspaceUsage {
+                name: "w".into(),
+                files: 6,
+                bytes: 12
+            },
+        ]
+    );
+}

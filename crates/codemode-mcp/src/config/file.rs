@@ -1,0 +1,153 @@
+//! The shape an MCP connector is written in (a `[connectors.NAME]` table with `type = "mcp"`
+//! in `codemode.toml`): the transport's keys sit in the table itself, and old shapes are
+//! refused with what to write instead.
+
+use super::{McpConfig, McpTransport, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
+use crate::env::EnvValue;
+use codemode::policy::{ApprovalPolicy, RevertRule, ToolOverride};
+use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+/// Every key an MCP connector's table may have.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct McpConfigFile {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    command: Option<Command>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, EnvValue>,
+    #[serde(default)]
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    bearer_token_env: Option<String>,
+    #[serde(default)]
+    approval: ApprovalPolicy,
+    #[serde(default)]
+    reverts: Vec<RevertRule>,
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(default)]
+    hint: Option<String>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    max_in_flight: Option<usize>,
+    #[serde(default)]
+    startup_timeout_ms: Option<u64>,
+    #[serde(default)]
+    rename: BTreeMap<String, String>,
+    #[serde(default)]
+    tools: BTreeMap<String, ToolOverride>,
+    /// The old nested shape, refused with what to write instead.
+    #[serde(default)]
+    transport: Option<IgnoredAny>,
+}
+
+/// `command`: the program as a string, or the old list of program and arguments.
+enum Command {
+    Program(String),
+    OldList(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for Command {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct CommandVisitor;
+        impl<'de> Visitor<'de> for CommandVisitor {
+            type Value = Command;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("the program to start, as a string (its arguments go in `args`)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Command, E> {
+                Ok(Command::Program(v.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Command, A::Error> {
+                let mut list = Vec::new();
+                while let Some(item) = seq.next_element::<String>()? {
+                    list.push(item);
+                }
+                Ok(Command::OldList(list))
+            }
+        }
+        d.deserialize_any(CommandVisitor)
+    }
+}
+
+fn toml_list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+impl TryFrom<McpConfigFile> for McpConfig {
+    type Error = String;
+
+    fn try_from(f: McpConfigFile) -> Result<McpConfig, String> {
+        if f.transport.is_some() {
+            return Err("`transport` is the old nested shape: write its keys in the connector's own table: `command` (a string), `args`, `env`, `cwd` to start a process, or `url`, `headers`, `bearer_token_env` for Streamable HTTP".into());
+        }
+        let transport = match (f.command, f.url) {
+            (Some(Command::OldList(list)), _) => {
+                let (program, args) = list
+                    .split_first()
+                    .map_or(("PROGRAM", &[][..]), |(p, a)| (p.as_str(), a));
+                let given = if f.args.is_empty() {
+                    ""
+                } else {
+                    " (and `args` is given as well)"
+                };
+                return Err(format!(
+                    "`command` is the program alone, a string, and its arguments go in `args`{given}: write command = {program:?} and args = {}",
+                    toml_list(args)
+                ));
+            }
+            (Some(_), Some(_)) | (None, None) => {
+                return Err("give exactly one of `command` (a program started over stdio) or `url` (a server over Streamable HTTP)".into());
+            }
+            (Some(Command::Program(command)), None) => {
+                if command.trim().is_empty() {
+                    return Err("`command` must name a program, e.g. command = \"npx\"".into());
+                }
+                if !f.headers.is_empty() || f.bearer_token_env.is_some() {
+                    return Err("`headers` and `bearer_token_env` are for `url` (Streamable HTTP); a process started with `command` gets its settings through `env`".into());
+                }
+                McpTransport::Stdio {
+                    command,
+                    args: f.args,
+                    env: f.env,
+                    cwd: f.cwd,
+                }
+            }
+            (None, Some(url)) => {
+                if !f.args.is_empty() || !f.env.is_empty() || f.cwd.is_some() {
+                    return Err("`args`, `env` and `cwd` are for `command` (a process); a server at `url` takes `headers` and `bearer_token_env`".into());
+                }
+                McpTransport::Http {
+                    url,
+                    headers: f.headers,
+                    bearer_token_env: f.bearer_token_env,
+                }
+            }
+        };
+        let mut c = McpConfig::new(f.name.unwrap_or_default(), transport);
+        c.approval = f.approval;
+        c.reverts = f.reverts;
+        c.instructions = f.instructions;
+        c.hint = f.hint;
+        c.timeout_ms = f.timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS);
+        c.max_in_flight = f.max_in_flight;
+        c.startup_timeout_ms = f.startup_timeout_ms.unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS);
+        c.rename = f.rename;
+        c.tools = f.tools;
+        Ok(c)
+    }
+}

@@ -1,0 +1,135 @@
+//! What `codemode.toml` says about one MCP connector.
+
+mod file;
+
+use crate::env::EnvValue;
+use codemode::policy::{ApprovalPolicy, RevertRule, ToolOverride};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Default per-call timeout.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
+/// Default time allowed for the server to start and finish the MCP handshake.
+pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
+
+/// One MCP server as a connector. Written as a table whose transport keys sit beside the
+/// others: `command` (a string), `args`, `env`, `cwd` to start a process, or `url`, `headers`,
+/// `bearer_token_env` for Streamable HTTP (see the crate README).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "file::McpConfigFile")]
+pub struct McpConfig {
+    /// The global name in the sandbox (in `codemode.toml`, the key of the connector's table).
+    pub name: String,
+    /// How to reach the server.
+    pub transport: McpTransport,
+    /// Which tools need approval (tools annotated `readOnlyHint: true` are read-only).
+    pub approval: ApprovalPolicy,
+    /// Compensating calls for rollback.
+    pub reverts: Vec<RevertRule>,
+    /// Guidance for the model; the server's own instructions when absent.
+    pub instructions: Option<String>,
+    /// A one-line hint beside the connector's name in the tool description.
+    pub hint: Option<String>,
+    /// Per-call timeout in milliseconds (the runtime fails a call that takes longer).
+    pub timeout_ms: u64,
+    /// Calls of this connector in flight at once in one execution (default: `limits.max_in_flight`).
+    pub max_in_flight: Option<usize>,
+    /// Time allowed for start-up and handshake, in milliseconds.
+    pub startup_timeout_ms: u64,
+    /// Method names chosen for tools, by the tool's name on the server (`"old-name" = "new_name"`).
+    pub rename: BTreeMap<String, String>,
+    /// Per-tool settings (`description`, `replay`, `requires_approval`), by the tool's method
+    /// or server name; see [`ToolOverride`].
+    pub tools: BTreeMap<String, ToolOverride>,
+}
+
+impl McpConfig {
+    /// A configuration with defaults for everything but the name and the transport.
+    pub fn new(name: impl Into<String>, transport: McpTransport) -> Self {
+        McpConfig {
+            name: name.into(),
+            transport,
+            approval: ApprovalPolicy::default(),
+            reverts: Vec::new(),
+            instructions: None,
+            hint: None,
+            timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
+            max_in_flight: None,
+            startup_timeout_ms: DEFAULT_STARTUP_TIMEOUT_MS,
+            rename: BTreeMap::new(),
+            tools: BTreeMap::new(),
+        }
+    }
+}
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum McpTransport {
+    /// Spawn a process and speak MCP over its stdin and stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        #[serde(default)]
+        args: Vec<String>,
+        /// The server's variables, each a literal or a secret reference; besides these it gets
+        /// only PATH, HOME, LANG, TERM, USER, LOGNAME, SHELL and TMPDIR from codemode's own.
+        #[serde(default)]
+        env: BTreeMap<String, EnvValue>,
+        /// Working directory.
+        #[serde(default)]
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+        url: String,
+        /// Fixed, non-secret headers.
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+        /// Environment variable holding a bearer token, sent as `Authorization: Bearer …`.
+        #[serde(default)]
+        bearer_token_env: Option<String>,
+    },
+}
+
+impl McpTransport {
+    /// A stdio transport for `command` with `args`.
+    pub fn stdio<S: Into<String>>(
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = S>,
+    ) -> Self {
+        McpTransport::Stdio {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+        }
+    }
+
+    /// A Streamable HTTP transport for `url`.
+    pub fn http(url: impl Into<String>) -> Self {
+        McpTransport::Http {
+            url: url.into(),
+            headers: BTreeMap::new(),
+            bearer_token_env: None,
+        }
+    }
+
+    /// For messages: the command line or the URL.
+    pub fn describe(&self) -> String {
+        match self {
+            McpTransport::Stdio { command, args, .. } => {
+                let mut s = command.clone();
+                for a in args {
+                    s.push(' ');
+                    s.push_str(a);
+                }
+                s
+            }
+            McpTransport::Http { url, .. } => url.clone(),
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Runtimes made ahead of a pass: limits set, the glue script run (from bytecode compiled once
+//! per process), `console`, the SDK and the connector namespaces installed.
+
+use std::sync::{Arc, OnceLock};
+
+use codemode::{Namespace, SDK_NAMESPACE};
+use rquickjs::context::EvalOptions;
+use rquickjs::{Context, Ctx, FromJs, Function, Object, Runtime, TypedArray, Value};
+
+use crate::ffi::{self, Bytecode, CountingAllocator};
+use crate::memory::MemoryGauge;
+use crate::options::QuickJsOptions;
+use crate::values::{decode_bytes, encode_bytes};
+
+const GLUE: &str = include_str!("glue.js");
+/// The file name of the glue script in stack traces.
+const GLUE_FILE: &str = "sandbox.js";
+/// Where a fresh context keeps the compiled glue until the pass takes it (before any model code).
+pub(crate) const GLUE_KEY: &str = "__codemode_glue";
+/// A runtime and context made ahead of time; used for one pass, then dropped.
+pub(crate) struct Fresh {
+    /// The runtime, with the memory and stack limits set.
+    pub runtime: Runtime,
+    /// Its one context, with the glue run.
+    pub context: Context,
+    /// What the runtime holds, shared with the pass's interrupt handler.
+    pub memory: MemoryGauge,
+    /// The connector namespaces already installed, if any.
+    pub declared: Option<Arc<Vec<Namespace>>>,
+}
+
+impl Fresh {
+    /// Creates a runtime with the limits of `options`, a context with the standard built-ins,
+    /// and the glue script run from its bytecode, with `console`, the SDK and `namespaces`
+    /// (already checked) installed. The pass binds the host before the model's code, and
+    /// installs the namespaces itself if they were not known here.
+    pub(crate) fn new(
+        options: &QuickJsOptions,
+        namespaces: Option<Arc<Vec<Namespace>>>,
+    ) -> rquickjs::Result<Fresh> {
+        let memory = MemoryGauge::default();
+        let limit = options.memory_limit;
+        let runtime = Runtime::new_with_alloc(CountingAllocator::new(memory.clone(), limit))?;
+        // The allocator enforces `limit`; QuickJS's own check, a little higher, is a backstop.
+        runtime.set_memory_limit(limit.saturating_add(limit / 8));
+        runtime.set_max_stack_size(options.max_stack_size);
+        let context = Context::full(&runtime)?;
+        context.with(|ctx| -> rquickjs::Result<()> {
+            let glue = match glue_bytecode() {
+                Some(bytes) => load_glue(&ctx, bytes)?,
+                None => ctx.eval_with_options(GLUE, script_options(GLUE_FILE))?,
+            };
+            let (b64encode, b64decode) = base64_functions(&ctx)?;
+            // `console` and the SDK are installed now, off the pass's path; the helpers wait
+            // in a global that the pass removes before any model code runs.
+            let helpers: Object = glue.call((
+                b64encode,
+                b64decode,
+                SDK_NAMESPACE,
+                options.max_array_length() as f64,
+            ))?;
+            if let Some(namespaces) = &namespaces {
+                let declare: Function = helpers.get("declare")?;
+                declare.call::<_, ()>((namespace_spec(&ctx, namespaces)?,))?;
+            }
+            ctx.globals().set(GLUE_KEY, helpers)
+        })?;
+        Ok(Fresh {
+            runtime,
+            context,
+            memory,
+            declared: namespaces,
+        })
+    }
+
+    /// Whether a pass over `namespaces` can use this runtime: it has none installed, or
+    /// exactly that set (the same allocation, so the check costs no comparison).
+    pub(crate) fn prepared_for(&self, namespaces: Option<&Arc<Vec<Namespace>>>) -> bool {
+        match (&self.declared, namespaces) {
+            (None, _) => true,
+            (Some(declared), Some(n)) => Arc::ptr_eq(declared, n),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+/// The namespaces as the glue's `declare` takes them: `[[name, [[method, callId], …]], …]`
+/// (a positional method adds its parameter names and required count to its pair),
+/// with call ids numbered across all namespaces in order.
+pub(crate) fn namespace_spec<'js>(
+    ctx: &Ctx<'js>,
+    namespaces: &[Namespace],
+) -> rquickjs::Result<rquickjs::Array<'js>> {
+    let spec = rquickjs::Array::new(ctx.clone())?;
+    let mut id = 0usize;
+    for (i, ns) in namespaces.iter().enumerate() {
+        let methods = rquickjs::Array::new(ctx.clone())?;
+        for (j, m) in ns.methods.iter().enumerate() {
+            let pair = rquickjs::Array::new(ctx.clone())?;
+            pair.set(0, m.as_str())?;
+            pair.set(1, id)?;
+            // A positional method: the property each argument sets, and how many are required.
+            if let Some(Some(params)) = ns.positional.get(j) {
+                pair.set(2, params.names.clone())?;
+                pair.set(3, params.required)?;
+            }
+            methods.set(j, pair)?;
+            id += 1;
+        }
+        let entry = rquickjs::Array::new(ctx.clone())?;
+        entry.set(0, ns.name.as_str())?;
+        entry.set(1, methods)?;
+        spec.set(i, entry)?;
+    }
+    Ok(spec)
+}
+
+/// The base64 functions the glue uses for `Uint8Array` envelopes.
+fn base64_functions<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<(Function<'js>, Function<'js>)> {
+    let b64encode = Function::new(ctx.clone(), |bytes: TypedArray<'js, u8>| {
+        ffi::typed_array_bytes(&bytes)
+            .map(|b| encode_bytes(&b))
+            .unwrap_or_default()
+    })?;
+    let b64decode = Function::new(
+        ctx.clone(),
+        |ctx: Ctx<'js>, text: String| -> rquickjs::Result<Value<'js>> {
+            match decode_bytes(&text) {
+                Some(bytes) => Ok(TypedArray::<u8>::new(ctx, bytes)?.into_value()),
+                None => Ok(Value::new_null(ctx)),
+            }
+        },
+    )?;
+    Ok((b64encode, b64decode))
+}
+
+/// The glue script compiled to QuickJS bytecode, once per process: loading it in a fresh
+/// context costs a fraction of compiling it there. `None` if compiling failed, in which case
+/// every context compiles the source (and reports the error).
+fn glue_bytecode() -> Option<&'static Bytecode> {
+    static BYTECODE: OnceLock<Option<Bytecode>> = OnceLock::new();
+    BYTECODE.get_or_init(compile_glue).as_ref()
+}
+
+fn compile_glue() -> Option<Bytecode> {
+    let runtime = Runtime::new().ok()?;
+    let context = Context::full(&runtime).ok()?;
+    context.with(|ctx| match ffi::compile(&ctx, GLUE, GLUE_FILE) {
+        Ok(compiled) => compiled.bytecode,
+        Err(_) => {
+            let _ = ctx.catch();
+            None
+        }
+    })
+}
+
+/// Runs the compiled glue script in `ctx`; its value is the glue function.
+fn load_glue<'js>(ctx: &Ctx<'js>, bytecode: &Bytecode) -> rquickjs::Result<Function<'js>> {
+    let value = ffi::run_bytecode(ctx, bytecode)?;
+    Function::from_js(ctx, value)
+}
+
+fn script_options(file: &str) -> EvalOptions {
+    let mut options = EvalOptions::default();
+    options.global = true;
+    options.strict = true;
+    options.filename = Some(file.to_string());
+    options
+}

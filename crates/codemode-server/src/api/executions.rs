@@ -1,0 +1,173 @@
+//! Runs and their decisions: run, pending, list, show, delete, approve, reject, rollback,
+//! prune and expire.
+
+use super::{to_json, ApiError, ApiResult, Body};
+use crate::auth::{caller, Principal};
+use crate::decisions;
+use crate::state::SharedState;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::Extension;
+use axum::{Json, Router};
+use codemode::RuntimeError;
+use serde::Deserialize;
+use serde_json::json;
+use std::time::Duration;
+
+/// The routes of this group.
+pub fn routes() -> Router<SharedState> {
+    Router::new()
+        .route("/api/run", post(super::decide::run))
+        .route("/api/pending", get(pending))
+        .route("/api/executions", get(executions))
+        .route(
+            "/api/executions/{id}",
+            get(execution).delete(delete_execution),
+        )
+        .route("/api/executions/{id}/approve", post(super::decide::approve))
+        .route("/api/executions/{id}/cancel", post(super::decide::cancel))
+        .route("/api/executions/{id}/reject", post(reject))
+        .route("/api/executions/{id}/rollback", post(rollback))
+        .route("/api/executions/{id}/resume", post(resume))
+        .route("/api/prune", post(prune))
+        .route("/api/expire", post(expire))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PendingQuery {
+    /// Only this execution's pending actions.
+    execution_id: Option<String>,
+}
+
+async fn pending(State(s): State<SharedState>, Query(q): Query<PendingQuery>) -> ApiResult {
+    let only = q.execution_id.as_deref().filter(|id| !id.is_empty());
+    to_json(s.runtime.pending(only).await?)
+}
+
+/// The default age `POST /api/expire` rejects paused runs past: one day.
+const DEFAULT_EXPIRE_AGE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// An optional JSON body: none (or only whitespace) is `T::default()`.
+fn optional_body<T: serde::de::DeserializeOwned + Default>(
+    body: &Bytes,
+    shape: &str,
+) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the body must be {shape} or nothing: {e}"),
+        )
+    })
+}
+
+#[derive(Deserialize)]
+struct Limit {
+    limit: Option<usize>,
+}
+
+async fn executions(State(s): State<SharedState>, Query(q): Query<Limit>) -> ApiResult {
+    to_json(s.runtime.executions(q.limit).await?)
+}
+
+async fn execution(State(s): State<SharedState>, Path(id): Path<String>) -> ApiResult {
+    match s.runtime.execution(&id).await? {
+        Some(e) => to_json(e),
+        None => Err(RuntimeError::UnknownExecution(id).into()),
+    }
+}
+
+async fn delete_execution(State(s): State<SharedState>, Path(id): Path<String>) -> ApiResult {
+    if s.runtime.delete_execution(&id).await? {
+        Ok(Json(json!({"deleted": id})))
+    } else {
+        Err(RuntimeError::UnknownExecution(id).into())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RejectBody {
+    seq: u64,
+}
+
+async fn reject(
+    State(s): State<SharedState>,
+    Path(id): Path<String>,
+    by: Option<Extension<Principal>>,
+    Body(b): Body<RejectBody>,
+) -> ApiResult {
+    if s.runtime.execution(&id).await?.is_none() {
+        return Err(RuntimeError::UnknownExecution(id).into());
+    }
+    let by = caller(by).name.into();
+    if decisions::reject(&s.runtime, &id, b.seq, by).await? {
+        Ok(Json(
+            json!({"executionId": id, "rejected": b.seq, "status": "rejected"}),
+        ))
+    } else {
+        Err(ApiError(
+            StatusCode::CONFLICT,
+            format!(
+                "execution {id} has no pending action {} (already handled, or not paused)",
+                b.seq
+            ),
+        ))
+    }
+}
+
+async fn rollback(
+    State(s): State<SharedState>,
+    Path(id): Path<String>,
+    by: Option<Extension<Principal>>,
+) -> ApiResult {
+    let by = caller(by).name.into();
+    to_json(decisions::rollback(&s.runtime, &id, by).await?)
+}
+
+/// `POST /api/executions/{id}/resume`: takes over a run whose node stopped; 409 while its
+/// lease is live (saying how long to wait) or when it is not running.
+async fn resume(State(s): State<SharedState>, Path(id): Path<String>) -> ApiResult {
+    match decisions::resume(&s.runtime, &id).await {
+        Ok(outcome) => to_json(outcome),
+        Err(e) => Err(match decisions::lease_refusal(&s.runtime, &e) {
+            Some(message) => ApiError::new(StatusCode::CONFLICT, message),
+            None => e.into(),
+        }),
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PruneBody {
+    keep: Option<usize>,
+}
+
+/// `POST /api/prune [{keep}]`: without `keep`, keeps the retention limit (`max_executions`).
+async fn prune(State(s): State<SharedState>, body: Bytes) -> ApiResult {
+    let b: PruneBody = optional_body(&body, "{\"keep\"?: N}")?;
+    let keep = b.keep.unwrap_or_else(|| s.runtime.max_executions());
+    let deleted = s.runtime.prune_executions(keep).await?;
+    Ok(Json(json!({"deleted": deleted, "kept": keep})))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ExpireBody {
+    max_age_ms: Option<u64>,
+}
+
+/// `POST /api/expire [{max_age_ms}]`: without `max_age_ms`, rejects runs paused over a day.
+async fn expire(State(s): State<SharedState>, body: Bytes) -> ApiResult {
+    let b: ExpireBody = optional_body(&body, "{\"max_age_ms\"?: N}")?;
+    let age = b
+        .max_age_ms
+        .map_or(DEFAULT_EXPIRE_AGE, Duration::from_millis);
+    let ids = s.runtime.expire_paused(age).await?;
+    Ok(Json(json!({"expired": ids})))
+}

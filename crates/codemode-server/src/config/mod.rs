@@ -1,0 +1,267 @@
+//! `codemode.toml`: one schema for the whole file. The server's own keys are here; each
+//! connector's table is the connector crate's own config type ([`McpConfig`],
+//! [`OpenApiConfig`]), approval policy and reverts are `codemode::policy`'s.
+//!
+//! Unknown keys are errors; an error names the file, the line and the key. Secrets are never
+//! written in the file, only the names of the environment variables that hold them.
+
+mod connectors;
+mod secrets;
+mod workspace;
+
+pub use connectors::ConnectorConfig;
+pub use secrets::MissingSecret;
+pub use workspace::WorkspaceSection;
+
+use codemode_mcp::McpConfig;
+use codemode_openapi::OpenApiConfig;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The file looked for in the working directory when none is named.
+pub const DEFAULT_FILE: &str = "codemode.toml";
+/// The default store: a SQLite file in the working directory.
+pub const DEFAULT_STORE: &str = "sqlite:./codemode.db";
+/// The default listen address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7357";
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `sqlite:PATH` (or a bare path) or `postgres://…`; default `sqlite:./codemode.db`.
+    /// Written `store = "…"` or as a table, `[store] url = "…"`.
+    #[serde(default, deserialize_with = "store_setting")]
+    pub store: Option<String>,
+    /// The HTTP listen address; default `127.0.0.1:7357`.
+    pub listen: Option<String>,
+    /// Whether to add the built-in demo connector `tasks` (default: only when no connector is configured).
+    pub demo: Option<bool>,
+    /// Sandbox and request limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Bearer-token auth for the HTTP API and `/mcp`: tokens, their roles, allowed hosts.
+    #[serde(default)]
+    pub auth: Auth,
+    /// Which channels may approve paused actions.
+    #[serde(default)]
+    pub approvals: Approvals,
+    /// Connectors by global name: `[connectors.NAME]` with `type = "mcp"` or `"openapi"`.
+    #[serde(default, deserialize_with = "connectors::by_name")]
+    pub connectors: BTreeMap<String, ConnectorConfig>,
+    /// Terminal executions kept when a new run begins.
+    pub max_executions: Option<usize>,
+    /// The runtime's name: its executions and snippets in the store (default `default`).
+    pub runtime: Option<String>,
+    /// The `codemode` tool as the model sees it.
+    #[serde(default)]
+    pub tool: ToolSection,
+    /// The durable files the sandbox reaches as `state` (on by default).
+    #[serde(default)]
+    pub workspace: WorkspaceSection,
+}
+
+/// `[tool]`: the `codemode` tool as the model sees it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSection {
+    /// A description replacing the generated one: `{{types}}` becomes every declaration,
+    /// `{{example}}` an example program; any other placeholder is an error at start.
+    pub description: Option<String>,
+}
+
+impl ToolSection {
+    /// The options the runtime's tool is built with.
+    pub fn options(&self) -> codemode::runtime::ToolOptions {
+        codemode::runtime::ToolOptions {
+            description: self.description.clone(),
+        }
+    }
+}
+
+/// Sandbox and request limits.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Wall-clock limit for one pass, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Memory limit for one sandbox, in MiB.
+    pub memory_mb: Option<u64>,
+    /// Largest HTTP request body, in bytes (default 1 MiB).
+    pub max_body_bytes: Option<usize>,
+    /// How long a connection may take to send a request's headers, and may sit idle between
+    /// requests, in milliseconds (default 30,000).
+    pub header_timeout_ms: Option<u64>,
+    /// Open HTTP connections served at once; more are answered 503 and closed (default 512).
+    pub max_connections: Option<usize>,
+    /// Calls of one connector in flight at once in one execution (default 8); a connector's
+    /// own `max_in_flight` overrides it.
+    pub max_in_flight: Option<usize>,
+    /// Connector calls in flight at once in one execution, all connectors together (default 32).
+    pub max_in_flight_per_execution: Option<usize>,
+    /// How long a pass holds its execution, in milliseconds (default 120,000, at least twice
+    /// `timeout_ms`); a run whose node stopped is resumed once it has run out.
+    pub lease_ms: Option<u64>,
+}
+
+/// Bearer-token auth.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Auth {
+    /// The environment variable holding one admin token (named `admin`).
+    pub token_env: Option<String>,
+    /// Named tokens: `[auth.tokens.NAME] env = "VAR", role = "run" | "approve" | "admin"`.
+    #[serde(default)]
+    pub tokens: BTreeMap<String, TokenConfig>,
+    /// Extra `Host` values the server answers to (`name` or `name:port`), beside the listen
+    /// address and `localhost`, `127.0.0.1` and `[::1]` with its port.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+}
+
+pub use crate::auth::TokenConfig;
+
+/// Which channels may approve paused actions.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Approvals {
+    /// Whether accepting an MCP elicitation approves (default: true with `--stdio` or
+    /// without named tokens, false once `[auth.tokens]` exist).
+    pub elicitation: Option<bool>,
+    /// How long an MCP tool call (or `POST /api/run?wait_ms=N`, at most this) waits for a
+    /// decision on a paused run before it returns it paused, in milliseconds (default 50,000).
+    pub wait_ms: Option<u64>,
+}
+
+/// A configuration that cannot be used: where, and what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The text is not a valid configuration (the message names the line and the key).
+    #[error("{origin}: {message}")]
+    Invalid {
+        /// The file (or other origin) of the text.
+        origin: String,
+        /// What is wrong and where.
+        message: String,
+    },
+}
+
+impl Config {
+    /// Parses a configuration; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            origin: origin.to_string(),
+            message,
+        };
+        let config: Config = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        if let Some(listen) = &config.listen {
+            listen.parse::<SocketAddr>().map_err(|e| {
+                invalid(format!(
+                    "field `listen`: {listen:?} is not an address like 127.0.0.1:7357 ({e})"
+                ))
+            })?;
+        }
+        config.check_bounds().map_err(invalid)?;
+        config
+            .workspace
+            .check(config.connectors.keys())
+            .map_err(invalid)?;
+        Ok(config)
+    }
+
+    /// Refuses call caps and call timeouts of 0, naming the key.
+    fn check_bounds(&self) -> Result<(), String> {
+        let zero = |key: String, what: &str| {
+            Err(format!(
+                "`{key} = 0` would {what}; use at least 1, or leave it out for the default"
+            ))
+        };
+        let no_call = "let no call run";
+        if self.limits.max_in_flight == Some(0) {
+            return zero("limits.max_in_flight".into(), no_call);
+        }
+        if self.limits.max_in_flight_per_execution == Some(0) {
+            return zero("limits.max_in_flight_per_execution".into(), no_call);
+        }
+        for (name, c) in &self.connectors {
+            if c.max_in_flight() == Some(0) {
+                return zero(format!("connectors.{name}.max_in_flight"), no_call);
+            }
+            if c.call_timeout().is_zero() {
+                return zero(format!("connectors.{name}.timeout_ms"), "fail every call");
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads `explicit`, or `codemode.toml` from the working directory if it exists.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        let path = match explicit {
+            Some(p) => p.to_path_buf(),
+            None => {
+                let p = PathBuf::from(DEFAULT_FILE);
+                if !p.exists() {
+                    return Ok((Config::default(), None));
+                }
+                p
+            }
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let config = Config::parse(&text, &path.display().to_string())?;
+        Ok((config, Some(path)))
+    }
+
+    /// Adds (or replaces) an MCP connector, as `--mcp` and `wrap` do.
+    pub fn add_mcp(&mut self, config: McpConfig) {
+        self.connectors
+            .insert(config.name.clone(), ConnectorConfig::Mcp(config));
+    }
+
+    /// Adds (or replaces) an OpenAPI connector, as `--openapi` does.
+    pub fn add_openapi(&mut self, config: OpenApiConfig) {
+        self.connectors
+            .insert(config.name.clone(), ConnectorConfig::Openapi(config));
+    }
+}
+
+/// Reads `store = "URL"` or `[store] url = "URL"`.
+fn store_setting<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    struct StoreVisitor;
+    impl<'de> serde::de::Visitor<'de> for StoreVisitor {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a store URL string, or a table with `url`")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(v.to_string()))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut url = None;
+            while let Some(key) = map.next_key::<String>()? {
+                if key != "url" {
+                    return Err(serde::de::Error::unknown_field(&key, &["url"]));
+                }
+                url = Some(map.next_value::<String>()?);
+            }
+            url.map(Some)
+                .ok_or_else(|| serde::de::Error::missing_field("url"))
+        }
+    }
+    d.deserialize_any(StoreVisitor)
+}

@@ -1,0 +1,222 @@
+//! The `codemode` tool call that waits: a run that pauses (where the client cannot be asked)
+//! waits in the call for a decision made elsewhere, with progress notifications, and
+//! `{ "executionId": "..." }` picks up an execution instead of running code again.
+
+use super::{outcome_result, CodemodeMcp};
+use crate::auth::Principal;
+use crate::wait::{self, Waited};
+use codemode::{Actor, Execution, ExecutionStatus, Runtime, RuntimeError};
+use rmcp::model::{
+    CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::ErrorData as McpError;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// The tool's input schema: `code` (JavaScript to run) or `executionId` (an execution to pick
+/// up), exactly one of them.
+pub fn input_schema(mut schema: JsonObject) -> JsonObject {
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.insert(
+            "executionId".into(),
+            json!({
+                "type": "string",
+                "description": "Instead of code: the id of an execution this tool returned (paused or still running). Returns its outcome, waiting for a pending approval; nothing runs twice."
+            }),
+        );
+    }
+    schema.remove("required");
+    schema
+}
+
+/// A tool error result with `message`.
+fn tool_error(message: String) -> CallToolResult {
+    let mut r = CallToolResult::structured_error(json!({ "error": message }));
+    r.content = vec![ContentBlock::text(message)];
+    r.is_error = Some(true);
+    r
+}
+
+/// Who makes the decisions of this request: the token's name, or `local`.
+fn actor_of(context: &RequestContext<RoleServer>) -> Actor {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Principal>())
+        .map_or_else(Actor::local, |p| Actor::from(p.name.clone()))
+}
+
+/// Sends `notifications/progress` for one request, when its client gave a progress token.
+struct Progress {
+    peer: Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    count: f64,
+}
+
+impl Progress {
+    /// Reports what the call waits for (in the background: a slow client never holds it up).
+    fn report(&mut self, e: &Execution) {
+        let Some(token) = self.token.clone() else {
+            return;
+        };
+        self.count += 1.0;
+        let mut param = ProgressNotificationParam::new(token, self.count);
+        param.message = Some(wait::waiting_for(e));
+        let peer = self.peer.clone();
+        tokio::spawn(async move {
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!(error = %e, "progress notification not sent");
+            }
+        });
+    }
+}
+
+impl CodemodeMcp {
+    /// Answers one `codemode` tool call: runs `code`, or picks up `executionId`.
+    pub async fn answer(
+        &self,
+        arguments: Option<JsonObject>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let args = arguments.unwrap_or_default();
+        let code = args.get("code");
+        let id = args.get("executionId");
+        match (code, id) {
+            (Some(Value::String(code)), None) => self.run_and_wait(code, &context).await,
+            (None, Some(Value::String(id))) => self.pick_up(id, &context).await,
+            (Some(_), Some(_)) => Ok(tool_error(
+                "give either `code` or `executionId`, not both: `executionId` picks up a run without running anything again".into(),
+            )),
+            _ => Ok(tool_error(
+                "`code` must be a string of JavaScript (or give `executionId`, a string, to pick up an earlier run)".into(),
+            )),
+        }
+    }
+
+    /// Whether a pause is put to this client as an elicitation (then the call does not wait).
+    fn elicits(&self, peer: &Peer<RoleServer>) -> bool {
+        self.state.options.elicitation
+            && peer
+                .supported_elicitation_modes()
+                .contains(&rmcp::service::ElicitationMode::Form)
+    }
+
+    /// Runs code; a pause nobody was asked about in the call waits for a decision.
+    async fn run_and_wait(
+        &self,
+        code: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let by = actor_of(context);
+        let watcher = CancelWatcher::start(self.state.runtime.clone(), code, &context.ct, &by);
+        let result = self.run(code, Some(&context.peer)).await;
+        drop(watcher);
+        let result = result?;
+        let paused = result
+            .structured_content
+            .as_ref()
+            .filter(|v| v["status"] == "paused")
+            .and_then(|v| v["executionId"].as_str())
+            .map(str::to_string);
+        match paused {
+            Some(id) if !self.elicits(&context.peer) => self.pick_up(&id, context).await,
+            _ => Ok(result),
+        }
+    }
+
+    /// Returns where execution `id` stands, waiting while it is paused or running.
+    async fn pick_up(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let rt = &self.state.runtime;
+        let mut progress = Progress {
+            peer: context.peer.clone(),
+            token: context.meta.get_progress_token(),
+            count: 0.0,
+        };
+        let by = actor_of(context);
+        let limit = self.state.options.wait;
+        let waited = wait::follow(rt, id, limit, &context.ct, &by, |e| progress.report(e)).await;
+        let e = match waited {
+            Ok(Waited::Done(e) | Waited::Abandoned(e)) => e,
+            Err(RuntimeError::UnknownExecution(_)) => {
+                return Ok(tool_error(format!(
+                    "no execution {id:?}: pass an executionId this tool returned (or run the code instead)"
+                )))
+            }
+            Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
+        };
+        Ok(self.execution_result(&e))
+    }
+
+    /// An execution's state as a tool result.
+    fn execution_result(&self, e: &Execution) -> CallToolResult {
+        if let Some(outcome) = wait::outcome_of(e) {
+            return outcome_result(&outcome, &self.state.options);
+        }
+        let value = wait::state_json(e);
+        let mut text = value.to_string();
+        let mut r = CallToolResult::structured(value);
+        if e.status == ExecutionStatus::Running {
+            text.push_str(&format!(
+                "\n\nThe run is still going. Call this tool again with {{\"executionId\": \"{}\"}} to wait for its result; do not resend the code.",
+                e.id
+            ));
+        } else {
+            r.is_error = Some(true);
+        }
+        r.content = vec![ContentBlock::text(text)];
+        r
+    }
+}
+
+/// While a tool call runs code, cancels that code's execution if the client cancels the
+/// request (`notifications/cancelled`). The execution is the newest running one with this
+/// code that started after the call did. Stops when dropped.
+struct CancelWatcher(tokio::task::JoinHandle<()>);
+
+impl CancelWatcher {
+    fn start(rt: Arc<Runtime>, code: &str, ct: &CancellationToken, by: &Actor) -> CancelWatcher {
+        let (code, ct, by) = (code.to_string(), ct.clone(), by.clone());
+        let mut events = rt.subscribe();
+        CancelWatcher(tokio::spawn(async move {
+            let mut started = Vec::new();
+            loop {
+                tokio::select! {
+                    event = events.recv() => match event {
+                        Ok(codemode::RuntimeEvent::StatusChanged { execution_id, status: ExecutionStatus::Running }) => {
+                            if !started.contains(&execution_id) {
+                                started.push(execution_id);
+                            }
+                        }
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(_) => return,
+                    },
+                    _ = ct.cancelled() => break,
+                }
+            }
+            for id in started.iter().rev() {
+                let Ok(Some(e)) = rt.execution(id).await else {
+                    continue;
+                };
+                if e.code == code && e.status == ExecutionStatus::Running {
+                    tracing::info!(execution = %id, by = %by, "cancel (the client cancelled the tool call)");
+                    if let Err(err) = rt.cancel(id, by.clone()).await {
+                        tracing::warn!(error = %err, "cancel failed");
+                    }
+                    return;
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for CancelWatcher {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

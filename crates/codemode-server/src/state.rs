@@ -1,0 +1,88 @@
+//! What every route shares, and the options a host gives when it mounts the server.
+
+use codemode::Runtime;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Default largest request body of the control API, in bytes.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// How the server is mounted: limits, the bearer token, and what it tells people.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Largest HTTP request body accepted by the control API, in bytes.
+    pub max_body_bytes: usize,
+    /// Whether the listener is on loopback (the `Host` check uses `listen` and `allowed_hosts`).
+    pub loopback: bool,
+    /// The tokens API and MCP requests must carry, with their roles (none: no token needed).
+    pub tokens: crate::auth::Tokens,
+    /// The address the server listens on, for the `Host` check (`None`: local names on any port).
+    pub listen: Option<std::net::SocketAddr>,
+    /// Extra `Host` values the server answers to (`auth.allowed_hosts`).
+    pub allowed_hosts: Vec<String>,
+    /// Whether accepting an MCP elicitation approves a paused action (`approvals.elicitation`).
+    pub elicitation: bool,
+    /// How long a tool call waits for a decision on a paused run (`approvals.wait_ms`).
+    pub wait: std::time::Duration,
+    /// How a person reaches this state from a shell, e.g. `codemode --server URL`: paused MCP
+    /// results print `{approve_hint} approve ID` (empty: `codemode`).
+    pub approve_hint: String,
+    /// Connectors that failed to start, as `(name, error)`, for `/healthz` and `/api/connectors`.
+    pub failed_connectors: Vec<(String, String)>,
+    /// Connectors that started with warnings (tools left out or renamed), as `(name, warning)`.
+    pub connector_warnings: Vec<(String, String)>,
+    /// Cancelling it ends every MCP session, so open event streams do not hold up a shutdown.
+    pub shutdown: CancellationToken,
+    /// How the `codemode` tool is described to the model (`[tool] description`).
+    pub tool: codemode::runtime::ToolOptions,
+    /// Where a cut MCP result is saved whole (`[workspace]`); `None` when it is off.
+    pub workspace: Option<codemode_workspace::Workspace>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            loopback: true,
+            tokens: crate::auth::Tokens::default(),
+            listen: None,
+            allowed_hosts: Vec::new(),
+            elicitation: true,
+            wait: crate::wait::DEFAULT_WAIT,
+            approve_hint: String::new(),
+            failed_connectors: Vec::new(),
+            connector_warnings: Vec::new(),
+            shutdown: CancellationToken::new(),
+            tool: codemode::runtime::ToolOptions::default(),
+            workspace: None,
+        }
+    }
+}
+
+/// The state every handler reads: the runtime and the options it was mounted with.
+pub struct ServerState {
+    /// The runtime every route works on.
+    pub runtime: Arc<Runtime>,
+    /// The options the server was mounted with.
+    pub options: ServerOptions,
+}
+
+/// The shared state as handlers receive it.
+pub type SharedState = Arc<ServerState>;
+
+impl ServerState {
+    /// The tool to hand the model, described as the options say (the generated description
+    /// when the options' template is refused; `codemode serve` checks it at start).
+    pub fn tool(&self) -> codemode::discovery::ToolDefinition {
+        self.runtime
+            .tool_with(self.options.tool.clone())
+            .unwrap_or_else(|_| self.runtime.tool())
+    }
+}
+
+impl ServerState {
+    /// State over `runtime` with `options`.
+    pub fn new(runtime: Arc<Runtime>, options: ServerOptions) -> SharedState {
+        Arc::new(ServerState { runtime, options })
+    }
+}

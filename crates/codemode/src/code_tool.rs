@@ -1,0 +1,338 @@
+//! The stateless code tool: sandboxed code over connectors, with no store, no log, no
+//! replay and no approvals.
+//!
+//! [`CodeTool`] is for hosts that only want the model to write code against their tools. It
+//! offers the same sandbox, the same generated types, the same tool description and the same
+//! `codemode.search` / `codemode.describe` as the durable [`Runtime`](crate::Runtime), and
+//! validates tool arguments the same way. What it cannot do is pause: a tool that requires
+//! approval is refused when the code tool is built. `codemode.step(name, fn)` runs `fn` once
+//! and records nothing; `codemode.run` has no saved snippets to run and throws.
+//!
+//! ```
+//! use codemode::{CodeOutcome, CodeTool, RustConnector, RustTool};
+//! use serde_json::json;
+//! use std::sync::Arc;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), codemode::RuntimeError> {
+//! let weather = RustConnector::new("weather").tool(
+//!     RustTool::new("forecast", |args, _ctx| async move {
+//!         Ok(json!({ "city": args["city"], "sky": "sunny" }))
+//!     })
+//!     .read_only(),
+//! );
+//! let executor = Arc::new(codemode_quickjs::QuickJsExecutor::default());
+//! let tool = CodeTool::builder(executor).connector(weather).build()?;
+//!
+//! let outcome = tool
+//!     .call(r#"async () => (await weather.forecast({ city: "Paris" })).sky"#)
+//!     .await;
+//! assert_eq!(outcome, CodeOutcome::Completed { result: json!("sunny"), logs: vec![] });
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::connector::{CallContext, Connector, ExecutionEndStatus, PassEndStatus};
+use crate::discovery::{Catalog, ConnectorInfo, DescribeOutput, SearchOutput, ToolDefinition};
+use crate::error::RuntimeError;
+use crate::executor::SDK_NAMESPACE;
+use crate::executor::{ExecuteRequest, Executor, Host, HostCall, HostReply, PassEnd};
+use crate::runtime::registry::Registry;
+use crate::runtime::TransformResult;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What one [`CodeTool::call`] produced: the result or the error, with the console output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum CodeOutcome {
+    /// The code returned.
+    Completed {
+        /// The returned value as the model should see it (after `transform_result`).
+        result: Value,
+        /// Console output.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        logs: Vec<String>,
+    },
+    /// The code threw, did not parse, or hit a sandbox limit.
+    Error {
+        /// What went wrong and where, in the model's own lines.
+        error: String,
+        /// Console output.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        logs: Vec<String>,
+    },
+}
+
+/// Builds a [`CodeTool`].
+pub struct CodeToolBuilder {
+    executor: Arc<dyn Executor>,
+    connectors: Vec<Arc<dyn Connector>>,
+    hints: Vec<(String, String)>,
+    transform_result: Option<TransformResult>,
+}
+
+impl CodeToolBuilder {
+    /// Adds a connector.
+    pub fn connector(mut self, connector: impl Connector + 'static) -> Self {
+        self.connectors.push(Arc::new(connector));
+        self
+    }
+
+    /// Adds a shared connector.
+    pub fn connector_arc(mut self, connector: Arc<dyn Connector>) -> Self {
+        self.connectors.push(connector);
+        self
+    }
+
+    /// A one-line hint for a connector, shown in the tool description.
+    pub fn hint(mut self, connector: impl Into<String>, hint: impl Into<String>) -> Self {
+        self.hints.push((connector.into(), hint.into()));
+        self
+    }
+
+    /// Reshapes completed results for the model, e.g. with [`crate::truncate_result`].
+    pub fn transform_result(
+        mut self,
+        transform: impl Fn(Value) -> Value + Send + Sync + 'static,
+    ) -> Self {
+        self.transform_result = Some(Arc::new(transform));
+        self
+    }
+
+    /// Checks the connectors (names, schemas, and that no tool requires approval) and builds
+    /// the code tool.
+    pub fn build(self) -> Result<CodeTool, RuntimeError> {
+        let registry = Registry::build(self.connectors, self.executor.reserved_globals())?;
+        refuse_approval_tools(&registry)?;
+        let catalog = crate::runtime::sdk::build_catalog(&registry, &self.hints)?;
+        Ok(CodeTool {
+            inner: Arc::new(Inner {
+                executor: self.executor,
+                registry,
+                catalog,
+                transform_result: self.transform_result,
+            }),
+        })
+    }
+}
+
+/// A code tool without durable state: each call runs the code once in a fresh sandbox.
+#[derive(Clone)]
+pub struct CodeTool {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    executor: Arc<dyn Executor>,
+    registry: Registry,
+    catalog: Catalog,
+    transform_result: Option<TransformResult>,
+}
+
+impl CodeTool {
+    /// Starts building a code tool over an executor.
+    pub fn builder(executor: Arc<dyn Executor>) -> CodeToolBuilder {
+        CodeToolBuilder {
+            executor,
+            connectors: Vec::new(),
+            hints: Vec::new(),
+            transform_result: None,
+        }
+    }
+
+    /// The tool to hand the model: name, description and input schema.
+    pub fn tool(&self) -> ToolDefinition {
+        self.inner.catalog.tool_definition()
+    }
+
+    /// The configured connector names.
+    pub fn connector_names(&self) -> &[String] {
+        &self.inner.registry.names
+    }
+
+    /// The connectors with their instructions, hints and tool specs.
+    pub fn connectors(&self) -> &[ConnectorInfo] {
+        self.inner.catalog.connectors()
+    }
+
+    /// Ranked search over connector methods, as `codemode.search` answers.
+    pub fn search(&self, query: &str) -> SearchOutput {
+        self.inner.catalog.search(query, &[])
+    }
+
+    /// TypeScript declarations for a connector or `connector.method`, as `codemode.describe`
+    /// answers; `Err` says why the target is unknown.
+    pub fn describe(&self, target: &str) -> Result<DescribeOutput, String> {
+        self.inner.catalog.describe(target, &[])
+    }
+
+    /// Every declaration the sandbox offers.
+    pub fn types(&self) -> String {
+        self.inner.catalog.types()
+    }
+
+    /// Runs model code once. Anything the code did wrong comes back as [`CodeOutcome::Error`].
+    pub async fn call(&self, code: &str) -> CodeOutcome {
+        let inner = &self.inner;
+        let call_id = uuid::Uuid::new_v4().to_string();
+        let host = Arc::new(CallHost {
+            tool: self.clone(),
+            call_id: call_id.clone(),
+            next_seq: AtomicU64::new(0),
+        });
+        let request = ExecuteRequest {
+            code: code.to_string(),
+            namespaces: inner.registry.namespaces(),
+        };
+        let result = inner.executor.execute(request, host).await;
+        let logs = result.logs;
+        let outcome = match result.end {
+            PassEnd::Returned(value) => CodeOutcome::Completed {
+                result: match &inner.transform_result {
+                    Some(transform) => transform(value),
+                    None => value,
+                },
+                logs,
+            },
+            PassEnd::Failed(error) => CodeOutcome::Error { error, logs },
+            PassEnd::Aborted => CodeOutcome::Error {
+                error: "the sandbox stopped the code without a reason".into(),
+                logs,
+            },
+        };
+        let (pass, end) = match outcome {
+            CodeOutcome::Completed { .. } => {
+                (PassEndStatus::Completed, ExecutionEndStatus::Completed)
+            }
+            CodeOutcome::Error { .. } => (PassEndStatus::Error, ExecutionEndStatus::Error),
+        };
+        self.inner
+            .registry
+            .each_connector("on_pass_end", &call_id, |c| c.on_pass_end(&call_id, pass))
+            .await;
+        self.inner
+            .registry
+            .each_connector("dispose_execution", &call_id, |c| {
+                c.dispose_execution(&call_id, end)
+            })
+            .await;
+        outcome
+    }
+}
+
+/// Refuses every tool that would need a person's approval: a stateless call cannot pause.
+fn refuse_approval_tools(registry: &Registry) -> Result<(), RuntimeError> {
+    let gated: Vec<String> = registry
+        .names
+        .iter()
+        .flat_map(|name| {
+            let c = &registry.connectors[name];
+            c.order
+                .iter()
+                .filter(|t| c.tools[*t].spec.requires_approval)
+                .map(move |t| format!("{name}.{t}"))
+        })
+        .collect();
+    if gated.is_empty() {
+        return Ok(());
+    }
+    Err(RuntimeError::InvalidConnector(format!(
+        "{} require{} approval, and a stateless code tool cannot pause for a person. If a tool \
+         is safe to run without one, mark it read-only or give it an explicit policy (for a \
+         RustTool: .read_only() or .requires_approval(false)); otherwise leave it out of the \
+         code tool, or use a durable Runtime, which pauses for approval",
+        gated.join(", "),
+        if gated.len() == 1 { "s" } else { "" }
+    )))
+}
+
+/// The host side of one stateless call.
+struct CallHost {
+    tool: CodeTool,
+    call_id: String,
+    next_seq: AtomicU64,
+}
+
+impl Host for CallHost {
+    fn call(&self, call: HostCall) -> BoxFuture<'_, HostReply> {
+        Box::pin(async move {
+            if call.namespace == SDK_NAMESPACE {
+                return self.sdk_call(&call);
+            }
+            self.connector_call(call).await
+        })
+    }
+}
+
+impl CallHost {
+    async fn connector_call(&self, call: HostCall) -> HostReply {
+        let registry = &self.tool.inner.registry;
+        let Some((registered, tool)) = registry.tool(&call.namespace, &call.method) else {
+            return HostReply::Throw(format!(
+                "{}.{} is not a method; use codemode.search(...) to find one",
+                call.namespace, call.method
+            ));
+        };
+        if let Err(message) = tool.validate(&call.namespace, &call.args) {
+            return HostReply::Throw(message);
+        }
+        let ctx = CallContext {
+            execution_id: self.call_id.clone(),
+            seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
+        };
+        match registered
+            .connector
+            .execute(&call.method, call.args, ctx)
+            .await
+        {
+            Ok(value) => HostReply::Value(value),
+            Err(error) => HostReply::Throw(error.0),
+        }
+    }
+
+    fn sdk_call(&self, call: &HostCall) -> HostReply {
+        let catalog = &self.tool.inner.catalog;
+        let text = |key: &str| call.args.get(key).and_then(Value::as_str);
+        match call.method.as_str() {
+            "search" => match text("query") {
+                Some(q) => HostReply::Value(
+                    serde_json::to_value(catalog.search(q, &[])).unwrap_or(Value::Null),
+                ),
+                None => HostReply::Throw("codemode.search(query) needs a string query".into()),
+            },
+            "describe" => match text("target") {
+                Some(t) => match crate::discovery::DescribeOptions::from_args(&call.args)
+                    .and_then(|o| catalog.describe_with(t, &[], o))
+                {
+                    Ok(d) => HostReply::Value(serde_json::to_value(d).unwrap_or(Value::Null)),
+                    Err(message) => HostReply::Throw(message),
+                },
+                None => HostReply::Throw(
+                    "codemode.describe(target) needs a string: a connector or connector.method"
+                        .into(),
+                ),
+            },
+            // Nothing is recorded: the step's function runs, and its value is returned as is.
+            "step" => match text("name") {
+                Some(_) => HostReply::Value(json!({
+                    "replay": false,
+                    "seq": self.next_seq.fetch_add(1, Ordering::Relaxed),
+                })),
+                None => HostReply::Throw("codemode.step(name, fn) needs a string name".into()),
+            },
+            "step_result" | "step_error" => HostReply::Value(Value::Null),
+            "run" => HostReply::Throw(
+                "codemode.run: this code tool keeps no saved snippets (it has no store), so \
+                 there is nothing to run by name; write the steps in your code instead"
+                    .into(),
+            ),
+            other => HostReply::Throw(format!(
+                "codemode.{other} does not exist; the SDK has search, describe, step and run"
+            )),
+        }
+    }
+}

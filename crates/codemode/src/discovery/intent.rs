@@ -1,0 +1,320 @@
+//! What a query means: stems, a small synonym table, and the words an HTTP operation implies.
+//!
+//! A person types "close an issue"; the operation is `PATCH /repos/{owner}/{repo}/issues/{n}`
+//! named `issues_update`. Stemming folds word forms (`merged`, `merging` → `merg`), the synonym
+//! table maps everyday verbs and nouns onto the API's (`close` → `update`, `branch` → `ref`),
+//! and each operation is indexed with the verb its HTTP method implies and the nouns of its path.
+
+use super::tokens::tokenize;
+
+/// Folds a (lowercase, plural-folded) word to a crude stem: `-ing`, `-ed` and a final `-e` go,
+/// and a doubled last consonant is undone (`starred` → `star`). The same on both sides of a
+/// match, so only consistency matters.
+pub(crate) fn stem(word: &str) -> String {
+    let mut w = word.to_string();
+    let len = w.chars().count();
+    if !w.is_ascii() || len <= 3 {
+        return w;
+    }
+    let mut stripped = false;
+    if len > 5 && w.ends_with("ing") {
+        w.truncate(w.len() - 3);
+        stripped = true;
+    } else if len > 4 && w.ends_with("ed") && !w.ends_with("eed") {
+        w.truncate(w.len() - 2);
+        stripped = true;
+    }
+    if stripped {
+        let bytes = w.as_bytes();
+        let n = bytes.len();
+        if n >= 2 && bytes[n - 1] == bytes[n - 2] && !b"aeioulsz".contains(&bytes[n - 1]) {
+            w.truncate(n - 1);
+        }
+    } else if w.ends_with('e') && !w.ends_with("ee") && len > 3 {
+        w.truncate(w.len() - 1);
+    }
+    w
+}
+
+/// Words of `text` as search terms: tokenized, plural-folded and stemmed.
+pub(crate) fn terms(text: &str) -> Vec<String> {
+    tokenize(text).iter().map(|w| stem(w)).collect()
+}
+
+/// Query words replaced by others before matching (abbreviations, first person).
+const REWRITES: &[(&str, &[&str])] = &[
+    ("pr", &["pull", "request"]),
+    ("prs", &["pull", "request"]),
+    ("mr", &["pull", "request"]),
+    ("my", &["authenticated", "user"]),
+    ("me", &["authenticated", "user"]),
+    ("mine", &["authenticated", "user"]),
+    ("myself", &["authenticated", "user"]),
+    ("i", &["authenticated", "user"]),
+    ("new", &["create"]),
+    ("changed", &[]),
+    ("org", &["organization"]),
+    ("orgs", &["organization"]),
+    ("gh", &[]),
+    ("github", &[]),
+];
+
+/// Whether a query word is replaced by others (so it is kept even when it is a stopword).
+pub(crate) fn is_rewritten(word: &str) -> bool {
+    REWRITES.iter().any(|(w, r)| *w == word && !r.is_empty())
+}
+
+/// Query words that carry no intent here: questions and filler.
+const FILLER: &[&str] = &[
+    "who",
+    "what",
+    "which",
+    "how",
+    "am",
+    "do",
+    "does",
+    "can",
+    "want",
+    "need",
+    "please",
+    "some",
+    "someone",
+    "somebody",
+    "using",
+    "via",
+    "into",
+    "another",
+    "there",
+    "their",
+    "them",
+    "they",
+    "out",
+    "up",
+    "one",
+    "single",
+    "currently",
+    "now",
+    "given",
+    "specific",
+    "about",
+    "every",
+    "use",
+    "used",
+    "details",
+    "detail",
+    "info",
+    "information",
+];
+
+/// Everyday words and the API's words they stand for (both sides stemmed when used).
+const SYNONYMS: &[(&str, &[&str])] = &[
+    ("close", &["update", "state"]),
+    ("reopen", &["update", "state"]),
+    ("rename", &["update", "name"]),
+    ("edit", &["update"]),
+    ("change", &["update", "set"]),
+    ("modify", &["update"]),
+    ("set", &["update", "replace", "create"]),
+    ("put", &["add", "set"]),
+    ("protect", &["protection", "update"]),
+    ("repository", &["repo"]),
+    ("organization", &["org"]),
+    ("update", &["set", "replace"]),
+    ("open", &["create"]),
+    ("make", &["create"]),
+    ("add", &["create", "set"]),
+    ("publish", &["create"]),
+    ("post", &["create"]),
+    ("write", &["create", "update"]),
+    ("start", &["create"]),
+    ("trigger", &["create", "dispatch"]),
+    ("run", &["dispatch", "workflow"]),
+    ("invite", &["add", "collaborator"]),
+    ("upload", &["create", "upload"]),
+    ("remove", &["delete"]),
+    ("delete", &["remove"]),
+    ("drop", &["delete", "remove"]),
+    ("destroy", &["delete"]),
+    ("erase", &["delete"]),
+    ("kick", &["remove"]),
+    ("show", &["get", "list"]),
+    ("fetch", &["get"]),
+    ("read", &["get"]),
+    ("view", &["get"]),
+    ("retrieve", &["get"]),
+    ("find", &["search", "get"]),
+    ("look", &["get", "search"]),
+    ("lookup", &["get", "search"]),
+    ("see", &["get", "list"]),
+    ("check", &["get"]),
+    ("download", &["get", "download"]),
+    ("all", &["list"]),
+    ("enumerate", &["list"]),
+    ("browse", &["list"]),
+    ("branch", &["ref"]),
+    ("ticket", &["issue"]),
+    ("bug", &["issue"]),
+    ("repo", &["repository"]),
+    ("file", &["content"]),
+    ("diff", &["compare"]),
+    ("history", &["commit", "list"]),
+    ("deploy", &["deployment"]),
+    ("ci", &["workflow", "action"]),
+    ("pipeline", &["workflow"]),
+    ("build", &["workflow", "artifact"]),
+    ("profile", &["authenticated", "user"]),
+    ("account", &["authenticated", "user"]),
+    ("bio", &["user"]),
+    ("access", &["collaborator", "permission"]),
+    ("people", &["member", "user"]),
+    ("member", &["membership"]),
+    ("follower", &["follow"]),
+    ("email", &["email"]),
+    ("notification", &["notification"]),
+    ("starred", &["star"]),
+    ("stargazer", &["star"]),
+    ("watch", &["subscription"]),
+    ("language", &["language"]),
+    ("template", &["generate", "template"]),
+];
+
+/// Factor on a match through a synonym rather than the word itself.
+pub(crate) const SYNONYM_FACTOR: f32 = 0.8;
+
+/// The search terms of one query word: itself, its stem, and its synonyms' stems (with the
+/// factor each scores at). Empty for filler; several words for rewrites.
+pub(crate) fn expand(word: &str) -> Vec<Vec<(String, f32)>> {
+    if let Some((_, replacement)) = REWRITES.iter().find(|(w, _)| *w == word) {
+        return replacement.iter().map(|r| vec![(stem(r), 1.0)]).collect();
+    }
+    if FILLER.contains(&word) {
+        return Vec::new();
+    }
+    let stemmed = stem(word);
+    let mut out = vec![(stemmed.clone(), 1.0)];
+    let found = SYNONYMS
+        .iter()
+        .find(|(w, _)| *w == word || stem(w) == stemmed);
+    if let Some((_, synonyms)) = found {
+        for synonym in *synonyms {
+            let s = stem(synonym);
+            if !out.iter().any(|(t, _)| *t == s) {
+                out.push((s, SYNONYM_FACTOR));
+            }
+        }
+    }
+    vec![out]
+}
+
+/// Verbs a query may start with; any of them means the query says what to do.
+const VERBS: &[&str] = &[
+    "get", "list", "create", "add", "set", "replace", "update", "edit", "delete", "remove",
+    "close", "reopen", "rename", "change", "modify", "open", "make", "publish", "post", "write",
+    "start", "trigger", "invite", "upload", "drop", "destroy", "erase", "kick", "show", "fetch",
+    "read", "view", "retrieve", "find", "look", "see", "check", "download", "put", "merge", "fork",
+    "star", "unstar", "follow", "unfollow", "lock", "unlock", "cancel", "rerun", "dismiss",
+    "approve", "assign", "transfer", "protect", "search", "render", "mark", "enable", "disable",
+    "ask", "invite", "bring", "move", "copy", "block", "unblock",
+];
+
+/// Verbs that only read.
+const READ_VERBS: &[&str] = &[
+    "get", "list", "show", "fetch", "read", "view", "retrieve", "see", "look", "check", "find",
+];
+
+/// Whether a query word (folded, unstemmed) is a verb, and whether it only reads.
+pub(crate) fn verb_kind(word: &str) -> Option<bool> {
+    let s = stem(word);
+    if VERBS.iter().any(|v| stem(v) == s) {
+        Some(READ_VERBS.iter().any(|v| stem(v) == s))
+    } else {
+        None
+    }
+}
+
+/// What an HTTP operation implies: the verbs of its method, the noun it acts on (the last
+/// literal path segment), and the path's other literal segments.
+pub(crate) struct OperationWords {
+    /// Stemmed verbs (`get`/`list`, `creat`, `updat`, `delet`, …).
+    pub verbs: Vec<String>,
+    /// Stemmed words of the last literal path segment.
+    pub resource: Vec<String>,
+    /// Stemmed words of the other literal segments.
+    pub path: Vec<String>,
+    /// Whether it is `GET` on a collection (a path ending in a literal segment).
+    pub lists: bool,
+}
+
+/// The words an HTTP `method` on `path` implies; a path ending in a literal segment is a
+/// collection (`GET` lists it, `POST` creates in it), one ending in `{param}` an item.
+pub(crate) fn operation_words(method: &str, path: &str) -> OperationWords {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let is_param = |s: &str| s.starts_with('{') || s.contains('{');
+    let collection = segments.last().is_some_and(|s| !is_param(s));
+    let method = method.to_ascii_uppercase();
+    let verbs: &[&str] = match (method.as_str(), collection) {
+        ("GET", true) => &["list", "get"],
+        ("GET", false) | ("HEAD", _) => &["get"],
+        ("POST", _) => &["create", "add"],
+        ("PUT", _) => &["set", "replace", "add"],
+        ("PATCH", _) => &["update", "edit"],
+        ("DELETE", _) => &["delete", "remove"],
+        _ => &[],
+    };
+    let literal: Vec<&str> = segments.iter().copied().filter(|s| !is_param(s)).collect();
+    let (resource, rest) = match literal.split_last() {
+        Some((last, rest)) => (terms(last), rest.iter().flat_map(|s| terms(s)).collect()),
+        None => (Vec::new(), Vec::new()),
+    };
+    OperationWords {
+        verbs: verbs.iter().map(|v| stem(v)).collect(),
+        resource,
+        path: rest,
+        lists: method == "GET" && collection,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stems_fold_word_forms_together() {
+        for (a, b) in [
+            ("merged", "merge"),
+            ("merging", "merge"),
+            ("starred", "star"),
+            ("closed", "close"),
+            ("listing", "list"),
+            ("following", "follow"),
+            ("created", "create"),
+        ] {
+            assert_eq!(stem(a), stem(b), "{a} vs {b}");
+        }
+        assert_eq!(stem("user"), "user");
+        assert_eq!(stem("fee"), "fee");
+    }
+
+    #[test]
+    fn queries_expand_to_api_words() {
+        let close = expand("close");
+        assert_eq!(close.len(), 1);
+        assert!(close[0]
+            .iter()
+            .any(|(t, f)| t == &stem("update") && *f < 1.0));
+        assert_eq!(expand("pr").len(), 2);
+        assert!(expand("which").is_empty());
+    }
+
+    #[test]
+    fn operations_imply_verbs_and_nouns() {
+        let list = operation_words("GET", "/repos/{owner}/{repo}/pulls");
+        assert!(list.verbs.contains(&"list".to_string()));
+        assert_eq!(list.resource, vec!["pull".to_string()]);
+        assert_eq!(list.path, vec!["repo".to_string()]);
+        let fork = operation_words("POST", "/repos/{owner}/{repo}/forks");
+        assert!(fork.verbs.contains(&stem("create")));
+        let one = operation_words("GET", "/repos/{owner}/{repo}");
+        assert_eq!(one.verbs, vec!["get".to_string()]);
+    }
+}

@@ -1,0 +1,139 @@
+//! Workspace files in the store: the records of the file part of [`Store`](crate::Store).
+//!
+//! A workspace is a named set of text files (keyed by normalised absolute POSIX paths) kept
+//! in the same store as executions. Workspaces are named by configuration, not by runtime:
+//! two runtimes on one store configured with the same workspace name share its files. The
+//! store trusts the paths it is given; the connector that writes them normalises them first.
+
+/// One file's metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInfo {
+    /// Normalised absolute path (`/reports/a.json`).
+    pub path: String,
+    /// Size in bytes of its UTF-8 content.
+    pub size: u64,
+    /// Epoch ms of the last change.
+    pub updated_at: i64,
+}
+
+/// One file with its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFile {
+    /// Its metadata.
+    pub info: FileInfo,
+    /// Its text.
+    pub content: String,
+}
+
+/// What a [`FileChange`] does to its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileOp {
+    /// Replaces (or creates) the file with this text.
+    Write(String),
+    /// Adds this text at the end (creating the file when absent).
+    Append(String),
+    /// Removes the file (nothing when absent).
+    Remove,
+}
+
+/// One change of one file, checked against the limits and applied in one transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// The workspace.
+    pub workspace: String,
+    /// The normalised absolute path.
+    pub path: String,
+    /// What to do.
+    pub op: FileOp,
+    /// An idempotency key (`execution:seq`). With one, the store keeps what the file was
+    /// before, for [`Store::revert_file_change`](crate::Store::revert_file_change), and a
+    /// change whose key was already applied is not applied again (its first outcome is
+    /// returned with `repeated` set). Without one, nothing is kept.
+    pub key: Option<String>,
+    /// The most bytes all the workspace's files may hold together after the change.
+    pub quota_bytes: u64,
+    /// The most bytes one file may hold after the change.
+    pub max_file_bytes: u64,
+    /// Epoch ms, recorded as the file's `updated_at`.
+    pub at_ms: i64,
+}
+
+/// What a [`FileChange`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileChangeOutcome {
+    /// The change is in the store.
+    Applied {
+        /// The file's size after the change; `None` when it does not exist after it.
+        size: Option<u64>,
+        /// Whether the file existed before the change.
+        existed: bool,
+        /// Bytes the workspace holds after the change.
+        used_bytes: u64,
+        /// The key had been applied before: nothing was written this time.
+        repeated: bool,
+    },
+    /// Nothing written: the file would exceed the size limit.
+    FileTooLarge {
+        /// The size it would have.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Nothing written: the workspace would exceed its quota.
+    OverQuota {
+        /// Bytes the workspace holds now.
+        used: u64,
+        /// Bytes it would hold after the change.
+        needed: u64,
+        /// The quota.
+        quota: u64,
+    },
+}
+
+/// A workspace and how much it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceUsage {
+    /// Its name.
+    pub name: String,
+    /// How many files it has.
+    pub files: u64,
+    /// Bytes its files hold together.
+    pub bytes: u64,
+}
+
+/// The new content and size of a file after `op`, given its old content: the same rule for
+/// every store. `None` when the file does not exist afterwards.
+pub fn apply_op(old: Option<&str>, op: &FileOp) -> Option<String> {
+    match op {
+        FileOp::Write(text) => Some(text.clone()),
+        FileOp::Append(text) => Some(format!("{}{text}", old.unwrap_or(""))),
+        FileOp::Remove => None,
+    }
+}
+
+/// Checks a change's limits: `old_size` is the file's size before, `used` the workspace's
+/// bytes before, `new_size` the file's size after. Returns the outcome to report when a
+/// limit is exceeded (a removal is never refused).
+pub fn check_limits(
+    change: &FileChange,
+    old_size: u64,
+    used: u64,
+    new_size: Option<u64>,
+) -> Result<u64, FileChangeOutcome> {
+    let new = new_size.unwrap_or(0);
+    let needed = used.saturating_sub(old_size).saturating_add(new);
+    if new_size.is_some() && new > change.max_file_bytes {
+        return Err(FileChangeOutcome::FileTooLarge {
+            size: new,
+            limit: change.max_file_bytes,
+        });
+    }
+    if new_size.is_some() && new > old_size && needed > change.quota_bytes {
+        return Err(FileChangeOutcome::OverQuota {
+            used,
+            needed,
+            quota: change.quota_bytes,
+        });
+    }
+    Ok(needed)
+}

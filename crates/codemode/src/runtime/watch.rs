@@ -1,0 +1,243 @@
+//! Watching executions: the runtime's event stream, waiting for an execution to settle, and
+//! the signal through which a cancel reaches the pass running an execution on this node.
+
+use super::Runtime;
+use crate::error::RuntimeError;
+use crate::model::{Decision, Execution, PendingAction};
+use crate::status::ExecutionStatus;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
+
+/// How many events a subscriber may fall behind before it lags (and skips the oldest).
+pub const EVENT_BUFFER: usize = 1024;
+
+/// How often [`Runtime::wait`] reads the store, for changes made by another node.
+pub const WAIT_POLL: Duration = Duration::from_millis(250);
+
+/// Something that happened in this runtime, for [`Runtime::subscribe`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RuntimeEvent {
+    /// An execution's status changed (by this node).
+    #[serde(rename_all = "camelCase")]
+    StatusChanged {
+        /// The execution.
+        execution_id: String,
+        /// Its new status.
+        status: ExecutionStatus,
+    },
+    /// A pass paused with actions waiting for approval.
+    #[serde(rename_all = "camelCase")]
+    PendingCreated {
+        /// The execution.
+        execution_id: String,
+        /// What waits.
+        pending: Vec<PendingAction>,
+    },
+    /// A connector started running a call (replayed calls do not run and are not reported).
+    #[serde(rename_all = "camelCase")]
+    CallStarted {
+        /// The execution.
+        execution_id: String,
+        /// The call's place in the log.
+        seq: u64,
+        /// The connector name.
+        connector: String,
+        /// The method name.
+        method: String,
+    },
+    /// A connector call ended.
+    #[serde(rename_all = "camelCase")]
+    CallEnded {
+        /// The execution.
+        execution_id: String,
+        /// The call's place in the log.
+        seq: u64,
+        /// The connector name.
+        connector: String,
+        /// The method name.
+        method: String,
+        /// How long the connector ran, in milliseconds.
+        duration_ms: u64,
+        /// Whether it returned a result (false: it failed).
+        ok: bool,
+    },
+    /// A console line of a pass (published when the pass ends).
+    #[serde(rename_all = "camelCase")]
+    Console {
+        /// The execution.
+        execution_id: String,
+        /// The line.
+        line: String,
+    },
+}
+
+impl RuntimeEvent {
+    /// The execution the event is about.
+    pub fn execution_id(&self) -> &str {
+        match self {
+            RuntimeEvent::StatusChanged { execution_id, .. }
+            | RuntimeEvent::PendingCreated { execution_id, .. }
+            | RuntimeEvent::CallStarted { execution_id, .. }
+            | RuntimeEvent::CallEnded { execution_id, .. }
+            | RuntimeEvent::Console { execution_id, .. } => execution_id,
+        }
+    }
+}
+
+/// The stop signal of the pass running one execution on this node.
+pub(crate) struct PassSignal {
+    /// Set to the cancel decision once someone cancels the execution.
+    cancel: watch::Sender<Option<Decision>>,
+    /// Set once the pass has made its last commit.
+    ended: watch::Sender<bool>,
+}
+
+impl PassSignal {
+    /// The cancel decision, if the execution was cancelled.
+    pub fn cancelled(&self) -> Option<Decision> {
+        self.cancel.borrow().clone()
+    }
+
+    /// Resolves once the execution is cancelled.
+    pub async fn wait_cancelled(&self) {
+        let mut rx = self.cancel.subscribe();
+        let _ = rx.wait_for(Option::is_some).await;
+    }
+}
+
+/// The passes running on this node, by execution id.
+#[derive(Default)]
+pub(crate) struct Passes(Mutex<HashMap<String, Arc<PassSignal>>>);
+
+impl Passes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<PassSignal>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers the pass of `id`; it is unregistered when the guard drops.
+    pub fn start(self: &Arc<Self>, id: &str) -> PassGuard {
+        let signal = Arc::new(PassSignal {
+            cancel: watch::channel(None).0,
+            ended: watch::channel(false).0,
+        });
+        self.lock().insert(id.to_string(), signal.clone());
+        PassGuard {
+            passes: self.clone(),
+            id: id.to_string(),
+            signal,
+        }
+    }
+
+    /// The signal of the pass running `id` here, if one is.
+    pub fn get(&self, id: &str) -> Option<Arc<PassSignal>> {
+        self.lock().get(id).cloned()
+    }
+}
+
+/// A running pass's registration; dropping it marks the pass ended.
+pub(crate) struct PassGuard {
+    passes: Arc<Passes>,
+    id: String,
+    pub signal: Arc<PassSignal>,
+}
+
+impl Drop for PassGuard {
+    fn drop(&mut self) {
+        let mut passes = self.passes.lock();
+        if passes
+            .get(&self.id)
+            .is_some_and(|s| Arc::ptr_eq(s, &self.signal))
+        {
+            passes.remove(&self.id);
+        }
+        drop(passes);
+        self.signal.ended.send_replace(true);
+    }
+}
+
+/// Asks the pass behind `signal` to stop, and waits at most `grace` for its last commit;
+/// true if it ended in time.
+pub(super) async fn cancel_pass(signal: &PassSignal, decision: Decision, grace: Duration) -> bool {
+    let mut ended = signal.ended.subscribe();
+    signal.cancel.send_if_modified(|d| {
+        if d.is_none() {
+            *d = Some(decision);
+            true
+        } else {
+            false
+        }
+    });
+    let ended_in_time = tokio::time::timeout(grace, ended.wait_for(|e| *e))
+        .await
+        .is_ok_and(|r| r.is_ok());
+    ended_in_time
+}
+
+impl Runtime {
+    /// Follows what happens in this runtime: status changes, pending actions, connector calls
+    /// and console lines. The channel is bounded ([`EVENT_BUFFER`]): a subscriber that falls
+    /// behind gets `RecvError::Lagged` and skips the oldest events.
+    pub fn subscribe(&self) -> broadcast::Receiver<RuntimeEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Publishes an event to the subscribers, if there are any.
+    pub(super) fn publish(&self, event: RuntimeEvent) {
+        let _ = self.inner.events.send(event);
+    }
+
+    /// Publishes a status change.
+    pub(super) fn publish_status(&self, id: &str, status: ExecutionStatus) {
+        self.publish(RuntimeEvent::StatusChanged {
+            execution_id: id.to_string(),
+            status,
+        });
+    }
+
+    /// Waits until the execution settles, or `timeout` passes, and returns it as it then is.
+    ///
+    /// Settled means not running, and not in the pause it was in when the wait began: it
+    /// finished, or it paused again after an approval. Changes made on this node wake the
+    /// wait at once; changes made by another node sharing the store are seen by reading the
+    /// store every [`WAIT_POLL`].
+    pub async fn wait(
+        &self,
+        execution_id: &str,
+        timeout: Duration,
+    ) -> Result<Execution, RuntimeError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut events = self.subscribe();
+        let first = self.load(execution_id).await?;
+        let start = (first.status, first.updated_at);
+        let settled = |e: &Execution| match e.status {
+            ExecutionStatus::Running => false,
+            ExecutionStatus::Paused => (e.status, e.updated_at) != start,
+            _ => true,
+        };
+        if settled(&first) {
+            return Ok(first);
+        }
+        loop {
+            let poll = tokio::time::Instant::now() + WAIT_POLL;
+            let woken = tokio::select! {
+                _ = tokio::time::sleep_until(deadline.min(poll)) => false,
+                event = events.recv() => match event {
+                    Ok(event) => event.execution_id() == execution_id,
+                    Err(broadcast::error::RecvError::Lagged(_)) => true,
+                    Err(broadcast::error::RecvError::Closed) => false,
+                },
+            };
+            if !woken && tokio::time::Instant::now() < poll.min(deadline) {
+                continue;
+            }
+            let now = self.load(execution_id).await?;
+            if settled(&now) || tokio::time::Instant::now() >= deadline {
+                return Ok(now);
+            }
+        }
+    }
+}
