@@ -1,17 +1,16 @@
-//! `GET /metrics` in the Prometheus text format (0.0.4), written by hand. A task follows
-//! [`Runtime::subscribe`] and counts what this node does; the pending approvals are read from
+//! `GET /metrics` in the Prometheus text format (0.0.4), written by hand. An observer
+//! ([`Runtime::observe`]) counts what this node does as it happens; the pending approvals are read from
 //! the store at each scrape, so they cover every node sharing it. The same task logs each
 //! status change (`info`) and connector call (`debug`) with its `execution_id`.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
-use codemode::{DecisionKind, ExecutionStatus, Runtime, RuntimeEvent};
+use codemode::{ExecutionStatus, Runtime, RuntimeEvent};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use tokio::sync::broadcast::error::RecvError;
 
 /// Bucket bounds, in seconds, of the pass and connector call durations.
 const RUN_BUCKETS: &[f64] = &[
@@ -77,7 +76,7 @@ struct Live {
     since: Instant,
 }
 
-/// What the event task counted.
+/// What the observer counted.
 #[derive(Default)]
 struct Counts {
     started: u64,
@@ -88,7 +87,6 @@ struct Counts {
     in_flight: i64,
     approval_wait: BTreeMap<&'static str, Histogram>,
     limits: BTreeMap<&'static str, u64>,
-    lagged: u64,
     live: HashMap<String, Live>,
 }
 
@@ -99,17 +97,19 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Subscribes to `runtime` now and counts its events on a task until this value is
-    /// dropped. Outside a Tokio runtime nothing is counted (the route still answers).
+    /// Counts `runtime`'s events from now on, inline where each happens (no task, no
+    /// wake-up per connector call), while this value lives.
     pub fn start(runtime: &Runtime) -> Arc<Metrics> {
         let metrics = Arc::new(Metrics {
             counts: Mutex::new(Counts::default()),
             runtime: runtime.clone(),
         });
-        let events = runtime.subscribe();
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(follow(Arc::downgrade(&metrics), events));
-        }
+        let weak = Arc::downgrade(&metrics);
+        runtime.observe(move |event| {
+            if let Some(m) = weak.upgrade() {
+                count(&m, event);
+            }
+        });
         metrics
     }
 
@@ -245,93 +245,56 @@ impl Metrics {
                 "codemode_sandbox_limit_hits_total{{limit=\"{limit}\"}} {n}"
             );
         }
-        head(
-            &mut out,
-            "codemode_metrics_events_lagged_total",
-            "counter",
-            "Runtime events these metrics skipped because they fell behind.",
-        );
-        let _ = writeln!(out, "codemode_metrics_events_lagged_total {}", c.lagged);
         out
     }
 }
 
-/// Counts `events` while the metrics live.
-async fn follow(
-    metrics: Weak<Metrics>,
-    mut events: tokio::sync::broadcast::Receiver<RuntimeEvent>,
-) {
-    loop {
-        let event = events.recv().await;
-        let Some(m) = metrics.upgrade() else { return };
-        match event {
-            Ok(RuntimeEvent::StatusChanged {
-                execution_id,
-                status,
-            }) => {
-                tracing::info!(execution_id = %execution_id, status = status.as_str(), "execution status changed");
-                let ended = status_changed(&mut m.lock(), execution_id.clone(), status);
-                if let Some(observed) = ended {
-                    pass_ended(&m, &execution_id, status, observed).await;
-                }
-            }
-            Ok(RuntimeEvent::CallStarted { .. }) => m.lock().in_flight += 1,
-            Ok(RuntimeEvent::CallEnded {
-                execution_id,
-                seq,
-                connector,
-                method,
-                duration_ms,
-                ok,
-            }) => {
-                tracing::debug!(execution_id = %execution_id, seq, connector = %connector, method = %method, duration_ms, ok, "connector call ended");
-                let mut c = m.lock();
-                c.in_flight -= 1;
-                let outcome = if ok { "ok" } else { "error" };
-                *c.calls
-                    .entry((connector.clone(), method.clone(), outcome))
-                    .or_default() += 1;
-                c.call_seconds
-                    .entry((connector, method))
+/// Counts one event and logs it: each status change at `info`, each connector call at
+/// `debug`, with its `execution_id`.
+fn count(m: &Metrics, event: &RuntimeEvent) {
+    match event {
+        RuntimeEvent::StatusChanged {
+            execution_id,
+            status,
+            error,
+        } => {
+            tracing::info!(execution_id = %execution_id, status = status.as_str(), "execution status changed");
+            let mut c = m.lock();
+            if let Some(seconds) = status_changed(&mut c, execution_id.clone(), *status) {
+                c.passes
+                    .entry(status.as_str())
                     .or_insert_with(|| Histogram::new(RUN_BUCKETS))
-                    .observe(duration_ms as f64 / 1000.0);
+                    .observe(seconds);
             }
-            Ok(_) => {}
-            Err(RecvError::Lagged(n)) => m.lock().lagged += n,
-            Err(RecvError::Closed) => return,
+            if let Some(which) = error.as_deref().and_then(limit_hit) {
+                *c.limits.entry(which).or_default() += 1;
+            }
         }
+        RuntimeEvent::CallStarted { .. } => m.lock().in_flight += 1,
+        RuntimeEvent::CallEnded {
+            execution_id,
+            seq,
+            connector,
+            method,
+            duration_ms,
+            ok,
+        } => {
+            tracing::debug!(execution_id = %execution_id, seq, connector = %connector, method = %method, duration_ms, ok, "connector call ended");
+            let mut c = m.lock();
+            c.in_flight -= 1;
+            let outcome = if *ok { "ok" } else { "error" };
+            let key = (connector.clone(), method.clone());
+            c.call_seconds
+                .entry(key.clone())
+                .or_insert_with(|| Histogram::new(RUN_BUCKETS))
+                .observe(*duration_ms as f64 / 1000.0);
+            *c.calls.entry((key.0, key.1, outcome)).or_default() += 1;
+        }
+        _ => {}
     }
 }
 
-/// Times a pass that ended in `status` and counts a sandbox limit that ended it. The store's
-/// times are used (the events carry none, and this task may see them late): the pass began
-/// at the execution's creation or its last approval, and ended at its last update; `observed`
-/// (seconds between the events as this task saw them) when the store cannot say.
-async fn pass_ended(m: &Metrics, id: &str, status: ExecutionStatus, observed: f64) {
-    let execution = m.runtime.execution(id).await.ok().flatten();
-    let seconds = execution.as_ref().and_then(|e| {
-        let approved = e
-            .decisions
-            .iter()
-            .filter(|d| d.kind == DecisionKind::Approve);
-        let began = approved.map(|d| d.at).chain([e.created_at]).max()?;
-        (e.updated_at >= began).then(|| (e.updated_at - began) as f64 / 1000.0)
-    });
-    let limit = execution
-        .as_ref()
-        .and_then(|e| e.error.as_deref())
-        .and_then(limit_hit);
-    let mut c = m.lock();
-    c.passes
-        .entry(status.as_str())
-        .or_insert_with(|| Histogram::new(RUN_BUCKETS))
-        .observe(seconds.unwrap_or(observed));
-    if let (ExecutionStatus::Error, Some(which)) = (status, limit) {
-        *c.limits.entry(which).or_default() += 1;
-    }
-}
-
-/// Records a status change; when it ends a pass, the pass's seconds as this task saw them.
+/// Records a status change; when it ends a pass, the pass's seconds.
 fn status_changed(c: &mut Counts, id: String, status: ExecutionStatus) -> Option<f64> {
     let now = Instant::now();
     *c.statuses.entry(status.as_str()).or_default() += 1;

@@ -42,8 +42,8 @@ pub use model::{
     PendingAction, RevertFailure, RollbackReport, Snippet,
 };
 pub use runtime::{
-    Approval, Runtime, RuntimeBuilder, RuntimeEvent, SaveSnippet, TransformResult, CANCEL_GRACE,
-    EVENT_BUFFER, WAIT_POLL,
+    Approval, EventObserver, Runtime, RuntimeBuilder, RuntimeEvent, SaveSnippet, TransformResult,
+    CANCEL_GRACE, EVENT_BUFFER, MAX_EVENT_ERROR_CHARS, WAIT_POLL,
 };
 pub use rust_connector::{RustConnector, RustTool};
 pub use status::{EntryState, ExecutionStatus};

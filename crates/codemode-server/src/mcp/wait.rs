@@ -188,7 +188,7 @@ impl CancelWatcher {
             loop {
                 tokio::select! {
                     event = events.recv() => match event {
-                        Ok(codemode::RuntimeEvent::StatusChanged { execution_id, status: ExecutionStatus::Running }) => {
+                        Ok(codemode::RuntimeEvent::StatusChanged { execution_id, status: ExecutionStatus::Running, .. }) => {
                             if !started.contains(&execution_id) {
                                 started.push(execution_id);
                             }

@@ -26,7 +26,7 @@ pub use caps::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_EXECUTION};
 pub use control::SaveSnippet;
 pub use decide::{Approval, CANCEL_GRACE};
 pub use sdk::{ToolOptions, TOOL_EXAMPLE};
-pub use watch::{RuntimeEvent, EVENT_BUFFER, WAIT_POLL};
+pub use watch::{EventObserver, RuntimeEvent, EVENT_BUFFER, MAX_EVENT_ERROR_CHARS, WAIT_POLL};
 
 /// The default most calls one execution may make.
 pub const DEFAULT_MAX_CALLS: u64 = 10_000;
@@ -194,6 +194,7 @@ impl RuntimeBuilder {
                 max_snippet_depth: self.max_snippet_depth,
                 caps: Arc::new(caps),
                 events: tokio::sync::broadcast::channel(watch::EVENT_BUFFER).0,
+                observers: std::sync::RwLock::default(),
                 passes: Arc::new(watch::Passes::default()),
             }),
         })
@@ -261,6 +262,7 @@ pub(crate) struct Inner {
     pub max_snippet_depth: usize,
     pub caps: Arc<caps::Caps>,
     pub events: tokio::sync::broadcast::Sender<watch::RuntimeEvent>,
+    pub observers: std::sync::RwLock<Vec<watch::EventObserver>>,
     pub passes: Arc<watch::Passes>,
 }
 
@@ -446,7 +448,7 @@ impl Runtime {
             )
             .await?;
         crate::status::note_execution(ExecutionStatus::Running, ExecutionStatus::Error);
-        self.publish_status(id, ExecutionStatus::Error);
+        self.publish_end(id, ExecutionStatus::Error, Some(&error));
         self.pass_ended(id, PassEndStatus::Error).await;
         self.dispose(id, ExecutionEndStatus::Error).await;
         Ok(Outcome::Error {

@@ -166,6 +166,7 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
         }
     };
     let to = transition.to;
+    let error = transition.error.clone();
     let won = inner
         .store
         .commit(
@@ -183,7 +184,7 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
         return lost_claim(runtime, &id).await;
     }
     note_execution(ExecutionStatus::Running, to);
-    runtime.publish_status(&id, to);
+    runtime.publish_end(&id, to, error.as_deref());
     if let Outcome::Paused { pending, .. } = &outcome {
         runtime.publish(RuntimeEvent::PendingCreated {
             execution_id: id.clone(),

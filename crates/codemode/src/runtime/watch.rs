@@ -17,6 +17,20 @@ pub const EVENT_BUFFER: usize = 1024;
 /// How often [`Runtime::wait`] reads the store, for changes made by another node.
 pub const WAIT_POLL: Duration = Duration::from_millis(250);
 
+/// The most characters of an error a [`RuntimeEvent::StatusChanged`] carries.
+pub const MAX_EVENT_ERROR_CHARS: usize = 1000;
+
+/// A function [`Runtime::observe`] calls with every event.
+pub type EventObserver = Arc<dyn Fn(&RuntimeEvent) + Send + Sync>;
+
+/// `text` cut to at most `max` characters, marked with `…` when cut.
+fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((at, _)) => format!("{}…", &text[..at]),
+    }
+}
+
 /// Something that happened in this runtime, for [`Runtime::subscribe`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -28,6 +42,9 @@ pub enum RuntimeEvent {
         execution_id: String,
         /// Its new status.
         status: ExecutionStatus,
+        /// The error that ended it (status `error`), cut to [`MAX_EVENT_ERROR_CHARS`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
     /// A pass paused with actions waiting for approval.
     #[serde(rename_all = "camelCase")]
@@ -185,16 +202,44 @@ impl Runtime {
         self.inner.events.subscribe()
     }
 
-    /// Publishes an event to the subscribers, if there are any.
+    /// Calls `observer` with every event from now on, inline on the task where it happens
+    /// and before any subscriber sees it: for counters that must not cost a task wake-up per
+    /// connector call. It must be quick and must not block or await.
+    pub fn observe(&self, observer: impl Fn(&RuntimeEvent) + Send + Sync + 'static) {
+        self.inner
+            .observers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::new(observer));
+    }
+
+    /// Hands an event to the observers, then to the subscribers if there are any.
     pub(super) fn publish(&self, event: RuntimeEvent) {
-        let _ = self.inner.events.send(event);
+        for observer in self
+            .inner
+            .observers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            observer(&event);
+        }
+        if self.inner.events.receiver_count() > 0 {
+            let _ = self.inner.events.send(event);
+        }
     }
 
     /// Publishes a status change.
     pub(super) fn publish_status(&self, id: &str, status: ExecutionStatus) {
+        self.publish_end(id, status, None);
+    }
+
+    /// Publishes a status change, with the error that ended the execution, if one did.
+    pub(super) fn publish_end(&self, id: &str, status: ExecutionStatus, error: Option<&str>) {
         self.publish(RuntimeEvent::StatusChanged {
             execution_id: id.to_string(),
             status,
+            error: error.map(|e| bounded(e, MAX_EVENT_ERROR_CHARS)),
         });
     }
 
