@@ -10,6 +10,7 @@ use crate::operations::{self, Operation};
 use crate::refs::SchemaBuilder;
 use crate::request;
 use crate::sender::{RequestSender, Sender};
+use crate::stored::StoredTools;
 use async_trait::async_trait;
 use codemode::discovery::check_connector_name;
 use codemode::policy::{apply_overrides, RevertSet};
@@ -30,7 +31,7 @@ pub struct OpenApiConnector {
     instructions: Option<String>,
     operations: Vec<Operation>,
     by_name: HashMap<String, usize>,
-    tools: Vec<ToolSpec>,
+    tools: StoredTools,
     http: Http,
     reverts: RevertSet,
     spec: Option<Arc<Value>>,
@@ -80,7 +81,7 @@ impl OpenApiConnector {
         let doc = load::parse(bytes).map_err(fail)?;
         let version = load::check(&doc).map_err(fail)?;
         let builder = SchemaBuilder::new(&doc, version == Version::V30, operations::input_budget());
-        let (operations, mut warnings) = operations::collect(&doc, &builder);
+        let (mut operations, mut warnings) = operations::collect(&doc, &builder);
         let base = base_url(&config, &doc).map_err(fail)?;
         let names = method_names(&operations, config.expose_spec, &mut warnings);
 
@@ -101,13 +102,15 @@ impl OpenApiConnector {
             RevertSet::build(&config.reverts, resolve).map_err(|e| fail(Cause::Revert(e)))?;
 
         let mut tools = Vec::with_capacity(operations.len() + 2);
-        for (op, method) in operations.iter().zip(&names) {
+        for (op, method) in operations.iter_mut().zip(&names) {
             let read_only = op.read_only();
+            // The schemas move to the tools: requests are built from the parameters, and a
+            // large API's schemas are most of its memory.
             tools.push(ToolSpec {
                 name: method.clone(),
                 description: Some(op.description.clone()),
-                input_schema: op.input_schema.clone(),
-                output_schema: op.output_schema.clone(),
+                input_schema: std::mem::take(&mut op.input_schema),
+                output_schema: op.output_schema.take(),
                 requires_approval: config
                     .approval
                     .requires_approval(&[&op.original, method], read_only),
@@ -187,7 +190,7 @@ impl OpenApiConnector {
             instructions,
             operations,
             by_name,
-            tools,
+            tools: StoredTools::new(tools),
             http: Http {
                 client,
                 base,
@@ -390,7 +393,7 @@ impl Connector for OpenApiConnector {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        self.tools.clone()
+        self.tools.specs()
     }
 
     fn warnings(&self) -> Vec<String> {

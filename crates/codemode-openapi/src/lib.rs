@@ -18,6 +18,7 @@ mod operations;
 mod refs;
 mod request;
 mod sender;
+mod stored;
 
 pub use auth::REDACTED;
 pub use config::{

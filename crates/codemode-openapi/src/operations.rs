@@ -150,12 +150,13 @@ pub fn collect<'a>(doc: &'a Value, builder: &SchemaBuilder<'a>) -> (Vec<Operatio
     (out, warnings)
 }
 
-/// For each built operation, why its input schema does not compile (the runtime compiles it to
-/// validate inputs), or `None`. Spread over the machine's cores: a large document has thousands.
+/// For each built operation, why its input schema is not valid JSON Schema (a structural
+/// walk, [`codemode::schema_problem`]; the runtime compiles a validator only when the
+/// operation is first called), or `None`. Spread over the machine's cores: a large document
+/// has thousands.
 fn schema_problems(built: &[(String, Result<Operation, String>)]) -> Vec<Option<String>> {
     let check = |item: &(String, Result<Operation, String>)| match &item.1 {
-        Ok(op) => jsonschema::validator_for(&op.input_schema)
-            .err()
+        Ok(op) => codemode::schema_problem(&op.input_schema)
             .map(|e| format!("its input schema is not valid JSON Schema ({e})")),
         Err(_) => None,
     };

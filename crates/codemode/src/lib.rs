@@ -23,6 +23,7 @@ pub mod model;
 pub mod policy;
 pub mod runtime;
 pub mod rust_connector;
+mod schema_check;
 pub mod status;
 pub mod store;
 pub mod value;
@@ -46,6 +47,7 @@ pub use runtime::{
     CANCEL_GRACE, EVENT_BUFFER, MAX_EVENT_ERROR_CHARS, WAIT_POLL,
 };
 pub use rust_connector::{RustConnector, RustTool};
+pub use schema_check::schema_problem;
 pub use status::{EntryState, ExecutionStatus};
 pub use store::{check_transition, Claim, Commit, Deletion, Lease, Store, StoreError, Transition};
 pub use value::{

@@ -101,3 +101,31 @@ async fn reexecute_with_approval_is_still_refused_with_the_fix() {
         "{text}"
     );
 }
+
+/// A schema the load-time check passes but that does not compile (a `$ref` the validator
+/// cannot fetch) is compiled at the tool's first call, which fails with an error naming it;
+/// nothing runs, and the other tools are unaffected.
+#[tokio::test]
+async fn a_schema_that_fails_to_compile_at_the_first_call_names_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut remote = RustTool::new("remote", |_, _| async { Ok(json!("ran")) }).read_only();
+    remote = remote.input_schema(json!({"$ref": "https://schemas.invalid/input.json"}));
+    let plain = RustConnector::new("plain")
+        .tool(remote)
+        .tool(RustTool::new("ping", |_, _| async { Ok(json!("pong")) }).read_only());
+    let runtime = builder(&dir).connector(plain).build().unwrap();
+    assert!(runtime.warnings().is_empty(), "{:?}", runtime.warnings());
+    let outcome = runtime
+        .call("async () => { try { return await plain.remote({}) } catch (e) { return [String(e), await plain.ping({})] } }")
+        .await
+        .unwrap();
+    let Outcome::Completed { result, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    let message = result[0].as_str().unwrap();
+    assert!(
+        message.contains("plain.remote") && message.contains("does not compile"),
+        "{message}"
+    );
+    assert_eq!(result[1], "pong");
+}

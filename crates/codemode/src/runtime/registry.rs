@@ -5,12 +5,14 @@ use crate::error::RuntimeError;
 use crate::executor::Namespace;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// One tool, ready to call.
 pub(crate) struct RegisteredTool {
     pub spec: ToolSpec,
-    validator: jsonschema::Validator,
+    /// Compiled at the tool's first call: an API of thousands of operations would otherwise
+    /// hold hundreds of megabytes of validators, most of them never used.
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 /// One connector and its tools by name.
@@ -141,11 +143,22 @@ impl Registry {
 impl RegisteredTool {
     /// Validates `args`; the message says which field and why.
     pub fn validate(&self, connector: &str, args: &Value) -> Result<(), String> {
-        if self.validator.is_valid(args) {
+        let compiled = self.validator.get_or_init(|| {
+            jsonschema::validator_for(&self.spec.input_schema).map_err(|e| e.to_string())
+        });
+        let validator = match compiled {
+            Ok(validator) => validator,
+            Err(e) => {
+                return Err(format!(
+                    "{connector}.{}: its input schema does not compile ({e}), so no input can be checked; the connector's schema must be fixed before this tool can be called",
+                    self.spec.name
+                ))
+            }
+        };
+        if validator.is_valid(args) {
             return Ok(());
         }
-        let problems: Vec<String> = self
-            .validator
+        let problems: Vec<String> = validator
             .iter_errors(args)
             .take(5)
             .map(|e| {
@@ -183,9 +196,12 @@ fn register_tool(
             spec.name
         )));
     }
-    match jsonschema::validator_for(&spec.input_schema) {
-        Ok(validator) => Ok(Some(RegisteredTool { spec, validator })),
-        Err(e) => {
+    match crate::schema_problem(&spec.input_schema) {
+        None => Ok(Some(RegisteredTool {
+            spec,
+            validator: OnceLock::new(),
+        })),
+        Some(e) => {
             let warning = format!(
                 "connector `{connector}`: tool `{}` is left out: its input schema is not valid JSON Schema ({e}); fix the schema to use it",
                 spec.name
