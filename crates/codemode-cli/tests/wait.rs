@@ -236,3 +236,45 @@ async fn http_run_waits_and_approve_checks_edited_arguments_and_scope_and_cancel
     .await;
     assert_eq!(status, 404);
 }
+
+/// A result picked up by `executionId` is cut to the model's budget like the first call's,
+/// and kept whole in the workspace under the name its last log line gives.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_picked_up_result_is_cut_to_the_budget_and_kept_whole() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), 1_000);
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let http = client();
+    let base = &server.base;
+    let code = "return Array.from({ length: 3000 }, (_, i) => ({ id: i, name: 'item ' + i }))";
+    let (status, ran) = post(&http, format!("{base}/api/run"), json!({ "code": code })).await;
+    assert_eq!(status, 200, "{ran}");
+    let id = ran["executionId"].as_str().unwrap().to_string();
+    let whole = ran["result"].to_string().len();
+    assert!(
+        whole > 24_000 * 2,
+        "the result is larger than the budget: {whole}"
+    );
+
+    let url = format!("{base}/mcp");
+    let (mut node, rx) = start_client(&fx, &url, &[json!({ "executionId": id })]);
+    let done: Value = serde_json::from_str(&line_with(&rx, "{", Duration::from_secs(30))).unwrap();
+    assert!(node.wait().unwrap().success());
+    let picked = &done["results"][0]["structuredContent"];
+    assert_eq!(picked["status"], "completed", "{picked}");
+    let cut = picked["result"].to_string().len();
+    assert!(cut < whole / 2, "cut to the budget: {cut} of {whole}");
+    let saved = format!("/results/{id}.json");
+    let last = picked["logs"].as_array().unwrap().last().unwrap();
+    assert!(last.as_str().unwrap().contains(&saved), "{last}");
+    let (status, file) = get(
+        &http,
+        format!("{base}/api/workspace/default/file?path={saved}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{file}");
+    let text = file["content"].as_str().unwrap_or_default();
+    let kept: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    assert_eq!(kept, ran["result"], "the whole result is in the workspace");
+}

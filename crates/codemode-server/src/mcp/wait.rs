@@ -150,12 +150,16 @@ impl CodemodeMcp {
             }
             Err(e) => return Err(McpError::internal_error(e.to_string(), None)),
         };
-        Ok(self.execution_result(&e))
+        Ok(self.execution_result(&e).await)
     }
 
-    /// An execution's state as a tool result.
-    fn execution_result(&self, e: &Execution) -> CallToolResult {
+    /// An execution's state as a tool result; a result is cut to the model's budget as the
+    /// first call's is, and kept whole in the workspace when cut.
+    async fn execution_result(&self, e: &Execution) -> CallToolResult {
         if let Some(outcome) = wait::outcome_of(e) {
+            let workspace = self.state.options.workspace.as_ref();
+            let (outcome, _) =
+                crate::saved::truncate_and_save(outcome, Default::default(), workspace).await;
             return outcome_result(&outcome, &self.state.options);
         }
         let value = wait::state_json(e);
