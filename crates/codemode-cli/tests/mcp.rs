@@ -200,6 +200,37 @@ fn a_pause_is_resolved_by_elicitation_over_streamable_http() {
     assert_eq!(shown(dir.path(), &server.db, &id)["status"], "rejected");
 }
 
+/// A pass that pauses on three writes at once asks the user once, listing all three:
+/// accepting runs them all, declining rejects them all; either way one question was asked.
+#[test]
+fn a_batch_of_writes_is_put_to_the_user_in_one_question() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("b.db");
+    let store = format!("sqlite:{}", db.display());
+    let target = [BIN, "serve", "--stdio", "--store", &store];
+    let code = "const done = await Promise.all(['a', 'b', 'c'].map((title) => tasks.create_task({ title }))); \
+                return done.map((t) => t.title)";
+    let v = client_with(&fx, "stdio", &target, &[code], Some("accept"));
+    let done = &v["calls"][0]["structuredContent"];
+    assert_eq!(done["status"], "completed", "{v}");
+    assert_eq!(done["result"], serde_json::json!(["a", "b", "c"]));
+    let asked = v["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "one question for the batch: {asked:?}");
+    let question = asked[0].as_str().unwrap();
+    assert!(question.contains("3 actions"), "{question}");
+    for title in ["\"a\"", "\"b\"", "\"c\""] {
+        assert!(question.contains(title), "{question}");
+    }
+
+    let v = client_with(&fx, "stdio", &target, &[code], Some("decline"));
+    let rejected = &v["calls"][0]["structuredContent"];
+    assert_eq!(rejected["status"], "rejected", "{v}");
+    assert_eq!(v["asked"].as_array().unwrap().len(), 1, "{v}");
+    let id = rejected["executionId"].as_str().unwrap();
+    assert_eq!(shown(dir.path(), &db, id)["status"], "rejected");
+}
+
 #[test]
 fn wrap_puts_an_mcp_server_behind_the_code_tool() {
     let Some(fx) = fixtures() else { return };

@@ -72,12 +72,8 @@ impl CodemodeMcp {
         ) = (&outcome, can_ask, peer)
         {
             let Some(first) = pending.first() else { break };
-            let message = format!(
-                "The code wants to run {}.{} with {}. Approve this action?",
-                first.connector,
-                first.method,
-                serde_json::to_string_pretty(&first.args).unwrap_or_default()
-            );
+            // One question for the whole batch: accepting approves every action listed.
+            let message = batch_question(pending);
             let request = ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message,
@@ -112,10 +108,17 @@ impl CodemodeMcp {
                         .await
                         .map_err(internal)?
                     {
+                        let what = match pending.len() {
+                            1 => format!("{}.{}", first.connector, first.method),
+                            n => format!(
+                                "{n} actions ({}.{} and the others)",
+                                first.connector, first.method
+                            ),
+                        };
                         let v = json!({
                             "status": "rejected",
                             "executionId": id,
-                            "error": format!("the user rejected {}.{}; nothing after it ran", first.connector, first.method),
+                            "error": format!("the user rejected {what}; nothing after it ran"),
                         });
                         let mut r = CallToolResult::structured(v);
                         r.is_error = Some(true);
@@ -132,6 +135,55 @@ impl CodemodeMcp {
             crate::saved::truncate_and_save(outcome, Default::default(), workspace).await;
         Ok(outcome_result(&outcome, &self.state.options))
     }
+}
+
+/// The most actions one elicitation lists by name; the rest are counted.
+const MAX_ASKED_ACTIONS: usize = 20;
+/// The most characters of one action's arguments an elicitation shows.
+const MAX_ASKED_ARGS_CHARS: usize = 2_000;
+
+/// The one question put to the user for a pause: every action waiting in it, with its
+/// arguments (each cut to [`MAX_ASKED_ARGS_CHARS`]; past [`MAX_ASKED_ACTIONS`], counted).
+fn batch_question(pending: &[codemode::PendingAction]) -> String {
+    let args = |a: &codemode::PendingAction| {
+        let text = serde_json::to_string_pretty(&a.args).unwrap_or_default();
+        match text.char_indices().nth(MAX_ASKED_ARGS_CHARS) {
+            None => text,
+            Some((at, _)) => format!(
+                "{}… (cut; {} characters in all)",
+                &text[..at],
+                text.chars().count()
+            ),
+        }
+    };
+    if let [one] = pending {
+        return format!(
+            "The code wants to run {}.{} with {}. Approve this action?",
+            one.connector,
+            one.method,
+            args(one)
+        );
+    }
+    let mut text = format!(
+        "The code wants to run {} actions at once. Approve all of them?",
+        pending.len()
+    );
+    for (i, a) in pending.iter().take(MAX_ASKED_ACTIONS).enumerate() {
+        text.push_str(&format!(
+            "\n\n{}. {}.{} with {}",
+            i + 1,
+            a.connector,
+            a.method,
+            args(a)
+        ));
+    }
+    if pending.len() > MAX_ASKED_ACTIONS {
+        text.push_str(&format!(
+            "\n\n… and {} more (the console lists them all).",
+            pending.len() - MAX_ASKED_ACTIONS
+        ));
+    }
+    text
 }
 
 /// The outcome as `structuredContent` and as text; a pause says who must approve and how,
