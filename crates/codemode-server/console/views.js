@@ -83,7 +83,16 @@ export class PendingView {
     }
     const pending = app.pending || [];
     const key = (p) => `${p.executionId}:${p.seq}`;
-    const want = new Map(pending.map((p) => [key(p), p]));
+    // One card per pause: the actions one pass waits on (a batch) are decided together.
+    const batches = new Map();
+    for (const p of pending) {
+      if (!batches.has(p.executionId)) batches.set(p.executionId, []);
+      batches.get(p.executionId).push(p);
+    }
+    const want = new Map([...batches.values()].map((b) => {
+      b.sort((x, y) => x.seq - y.seq);
+      return [key(b[0]), b];
+    }));
     const stale = new Set();
     for (const p of pending) {
       const d = this.details.get(p.executionId);
@@ -91,8 +100,8 @@ export class PendingView {
     }
     await Promise.all([...stale].map((id) => get(`/api/executions/${enc(id)}`)
       .then((e) => this.details.set(id, e)).catch(() => {})));
-    for (const [k, p] of want) {
-      if (!this.cards.has(k)) this.cards.set(k, this.card(p, this.details.get(p.executionId), app));
+    for (const [k, b] of want) {
+      if (!this.cards.has(k)) this.cards.set(k, this.card(b, this.details.get(b[0].executionId), app));
     }
     for (const [k, c] of this.cards) {
       if (!want.has(k) && !c.handled) c.elsewhere();
@@ -105,14 +114,27 @@ export class PendingView {
     this.empty.hidden = this.cards.size > 0;
   }
 
-  card(p, exec, app) {
-    const name = path(p);
+  card(batch, exec, app) {
+    const p = batch[0];
+    const many = batch.length > 1;
+    const name = many ? `${batch.length} actions` : path(p);
+    const seqs = many ? `seqs ${batch.map((a) => a.seq).join(', ')}` : `seq ${p.seq}`;
     const before = exec ? exec.log.filter((e) => e.seq < p.seq) : [];
-    const same = before.filter((e) => e.connector === p.connector && e.method === p.method).length;
-    const marked = exec ? pausingLines(exec.code, p.connector, p.method, same) : new Set();
+    const marked = new Set();
+    for (const a of batch) {
+      const same = exec ? exec.log.filter((e) => e.seq < a.seq && e.connector === a.connector && e.method === a.method).length : 0;
+      if (exec) for (const line of pausingLines(exec.code, a.connector, a.method, same)) marked.add(line);
+    }
     const outcome = h('div', { class: 'card-outcome', role: 'status', 'aria-live': 'polite' });
-    const approve = h('button', { type: 'button', class: 'btn primary', 'data-action': 'approve', 'aria-label': `Approve ${name} (execution ${shortId(p.executionId)}, seq ${p.seq})` }, 'Approve');
-    const reject = h('button', { type: 'button', class: 'btn danger-outline', 'data-action': 'reject', 'aria-label': `Reject ${name} (execution ${shortId(p.executionId)}, seq ${p.seq})` }, 'Reject');
+    const approve = h('button', { type: 'button', class: 'btn primary', 'data-action': 'approve', 'aria-label': `Approve ${name} (execution ${shortId(p.executionId)}, ${seqs})` }, many ? `Approve all ${batch.length}` : 'Approve');
+    const reject = h('button', { type: 'button', class: 'btn danger-outline', 'data-action': 'reject', 'aria-label': `Reject ${name} (execution ${shortId(p.executionId)}, ${seqs})` }, many ? 'Reject all' : 'Reject');
+    const args = many
+      ? h('section', { class: 'card-section batch' },
+        h('h3', {}, `Arguments of each (they run together once approved)`),
+        batch.map((a) => h('div', { class: 'batch-action', dataset: { seq: String(a.seq), method: path(a) } },
+          h('h4', {}, h('span', { class: 'seq' }, `#${a.seq} `), h('code', {}, path(a))),
+          jsonView(a.args, `Arguments of ${path(a)} (seq ${a.seq})`))))
+      : h('section', { class: 'card-section' }, h('h3', {}, 'Arguments'), jsonView(p.args, `Arguments of ${name}`));
     const dismiss = h('button', { type: 'button', class: 'btn subtle', hidden: true, 'data-action': 'dismiss' }, 'Dismiss');
     const decide = !app.me || app.me.allows.decide;
     const actions = decide
@@ -122,9 +144,9 @@ export class PendingView {
       h('div', { class: 'card-head' },
         h('h2', {}, h('code', {}, name)),
         badge('needs approval', 'approval'),
-        h('span', { class: 'meta' }, 'execution ', execLink(p.executionId), ` · seq ${p.seq}`,
+        h('span', { class: 'meta' }, 'execution ', execLink(p.executionId), ` · ${seqs}`,
           exec ? [' · paused ', timeEl(exec.updatedAt)] : null)),
-      h('section', { class: 'card-section' }, h('h3', {}, 'Arguments'), jsonView(p.args, `Arguments of ${name}`)),
+      args,
       h('section', { class: 'card-section' },
         h('h3', {}, `Already done in this execution (${before.length})`),
         before.length
@@ -145,7 +167,7 @@ export class PendingView {
         dismiss.hidden = false;
         el.classList.add('handled');
         replace(outcome, h('div', { class: 'outcome' }, h('p', {}, h('strong', {}, 'Already handled. '),
-          'Someone approved or rejected this action elsewhere. ', execLink(p.executionId, 'Open execution'))));
+          many ? 'Someone approved or rejected these actions elsewhere. ' : 'Someone approved or rejected this action elsewhere. ', execLink(p.executionId, 'Open execution'))));
       },
     };
     const act = async (kind) => {
@@ -161,7 +183,7 @@ export class PendingView {
         c.handled = true;
         replace(outcome, kind === 'approve'
           ? outcomeView(out, 'Approved')
-          : h('div', { class: 'outcome rejected' }, h('p', {}, h('strong', {}, 'Rejected. '), 'The action did not run; the execution is rejected. ', execLink(p.executionId, 'Open execution'))));
+          : h('div', { class: 'outcome rejected' }, h('p', {}, h('strong', {}, 'Rejected. '), many ? 'None of the actions ran; the execution is rejected. ' : 'The action did not run; the execution is rejected. ', execLink(p.executionId, 'Open execution'))));
         el.classList.add('handled');
       } catch (err) {
         if (err.status === 409 || err.status === 404) {

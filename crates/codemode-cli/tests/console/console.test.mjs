@@ -171,6 +171,35 @@ test('reject in the page', async () => {
   await done(page);
 });
 
+test('a batch of actions paused together is one card with one pair of buttons', async () => {
+  const out = await run(`
+    const done = await Promise.all(['first of two', 'second of two'].map((title) => tasks.create_task({ title })));
+    return done.map((t) => t.title);
+  `);
+  assert.equal(out.status, 'paused');
+  assert.equal(out.pending.length, 2, JSON.stringify(out));
+  const id = out.executionId;
+  const page = await tab(URL + '/#/pending');
+  const c = card(page, id, 0);
+  await c.waitFor();
+  // Both actions are on the one card, and no second card is made for seq 1.
+  await c.locator('.batch-action[data-seq="1"] pre.json', { hasText: 'second of two' }).waitFor();
+  await c.locator('.batch-action[data-seq="0"] pre.json', { hasText: 'first of two' }).waitFor();
+  assert.equal(await card(page, id, 1).count(), 0);
+  assert.equal(await c.locator('button[data-action="approve"]').count(), 1);
+  assert.equal(await c.locator('button[data-action="reject"]').count(), 1);
+  assert.match(await c.locator('button[data-action="approve"]').textContent(), /Approve all 2/);
+  await shot(page, '03b-batch');
+  await c.locator('button[data-action="approve"]').click();
+  const outcome = c.locator('.outcome.ok');
+  await outcome.waitFor();
+  assert.match(await outcome.textContent(), /second of two/);
+  const e = (await api(URL, 'GET', `/api/executions/${id}`)).body;
+  assert.equal(e.status, 'completed');
+  assert.deepEqual(e.result, ['first of two', 'second of two']);
+  await done(page);
+});
+
 test('a double click approves once', async () => {
   const out = await run("return await tasks.create_task({ title: 'double click' })");
   const id = out.executionId;
