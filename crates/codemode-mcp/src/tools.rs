@@ -126,6 +126,7 @@ pub fn build(
             replay: ReplayPolicy::Log,
             has_revert: reverts.has(&method),
             http: None,
+            result_shape: None,
         });
         originals.insert(method, original);
     }

@@ -131,3 +131,41 @@ async fn a_server_with_only_a_code_tool_fails_to_start() {
         "MCP connector `items`: its only tools (\"codemode\") are another Code Mode server's code tool: exposing another Code Mode server's code tool would let code run code recursively; connect to its underlying servers instead"
     );
 }
+
+/// `result = { fields = [...] }` and `result = { pick = "/..." }` cut a tool's results before
+/// the code sees them, in a real run (the log keeps the cut value, so a replay agrees); a
+/// pointer that is not one is a config error naming the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn result_shapes_cut_what_the_code_sees() {
+    let shaped = config(json!({"tools": {
+        "create_item": {"requires_approval": false, "result": {"fields": ["name"]}},
+        "list_items": {"result": {"pick": "/0"}}
+    }}))
+    .unwrap();
+    let c = McpConnector::connect(shaped).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = codemode_sqlite::SqliteStore::open(dir.path().join("s.db")).unwrap();
+    let executor = codemode_quickjs::QuickJsExecutor::new(Default::default());
+    let rt = codemode::Runtime::builder(Arc::new(store), Arc::new(executor))
+        .connector(c)
+        .build()
+        .unwrap();
+    let out = rt
+        .call("async () => { const made = await items.create_item({ name: 'pen' }); const first = await items.list_items({}); return { made, first } }")
+        .await
+        .unwrap();
+    let codemode::Outcome::Completed { result, .. } = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(result["made"], json!({"name": "pen"}), "{result}");
+    // The first item itself (with its id), not the list: the pointer picked it.
+    assert_eq!(result["first"]["name"], "pen", "{result}");
+    assert!(result["first"]["id"].is_number(), "{result}");
+
+    let bad = config(json!({"tools": {"list_items": {"result": {"pick": "items"}}}})).unwrap();
+    let err = McpConnector::connect(bad).await.unwrap_err().to_string();
+    assert!(
+        err.contains("tools.list_items.result.pick") && err.contains("\"/items\""),
+        "{err}"
+    );
+}

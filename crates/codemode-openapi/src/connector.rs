@@ -121,6 +121,7 @@ impl OpenApiConnector {
                     method: op.method.clone(),
                     path: op.path.clone(),
                 }),
+                result_shape: None,
             });
         }
         tools.push(ToolSpec {
@@ -137,6 +138,7 @@ impl OpenApiConnector {
             replay: ReplayPolicy::Log,
             has_revert: reverts.has(REQUEST_METHOD),
             http: None,
+            result_shape: None,
         });
         let unused = apply_overrides(&mut tools, &config.tools, |m| {
             names

@@ -99,7 +99,18 @@ impl CodeToolBuilder {
         mut self,
         transform: impl Fn(Value) -> Value + Send + Sync + 'static,
     ) -> Self {
-        self.transform_result = Some(Arc::new(transform));
+        self.transform_result = Some(crate::runtime::transform::from_sync(transform));
+        self
+    }
+
+    /// Reshapes completed results with an async function (see
+    /// [`crate::RuntimeBuilder::transform_result_async`]).
+    pub fn transform_result_async<F, Fut>(mut self, transform: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, String>> + Send + 'static,
+    {
+        self.transform_result = Some(crate::runtime::transform::from_async(transform));
         self
     }
 
@@ -189,15 +200,14 @@ impl CodeTool {
             namespaces: inner.registry.namespaces(),
         };
         let result = inner.executor.execute(request, host).await;
-        let logs = result.logs;
+        let mut logs = result.logs;
         let outcome = match result.end {
-            PassEnd::Returned(value) => CodeOutcome::Completed {
-                result: match &inner.transform_result {
-                    Some(transform) => transform(value),
-                    None => value,
-                },
-                logs,
-            },
+            PassEnd::Returned(value) => {
+                let (result, note) =
+                    crate::runtime::transform::shown(inner.transform_result.as_ref(), value).await;
+                logs.extend(note);
+                CodeOutcome::Completed { result, logs }
+            }
             PassEnd::Failed(error) => CodeOutcome::Error { error, logs },
             PassEnd::Aborted => CodeOutcome::Error {
                 error: "the sandbox stopped the code without a reason".into(),
@@ -289,7 +299,7 @@ impl CallHost {
             .execute(&call.method, call.args, ctx)
             .await
         {
-            Ok(value) => HostReply::Value(value),
+            Ok(value) => HostReply::Value(tool.shaped(&call.namespace, value)),
             Err(error) => HostReply::Throw(error.0),
         }
     }

@@ -37,6 +37,8 @@ pub struct ToolSpec {
     pub has_revert: bool,
     /// The HTTP operation behind it (OpenAPI), which search matches intent against.
     pub http: Option<HttpOperation>,
+    /// How its results are cut down before the code sees them (from configuration).
+    pub result_shape: Option<crate::shape::ResultShape>,
 }
 
 /// The HTTP method and path template of a tool that is one HTTP operation.
@@ -61,6 +63,7 @@ impl ToolSpec {
             replay: ReplayPolicy::Log,
             has_revert: false,
             http: None,
+            result_shape: None,
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod policy;
 pub mod runtime;
 pub mod rust_connector;
 mod schema_check;
+pub mod shape;
 pub mod status;
 pub mod store;
 pub mod value;
@@ -48,6 +49,7 @@ pub use runtime::{
 };
 pub use rust_connector::{RustConnector, RustTool};
 pub use schema_check::schema_problem;
+pub use shape::ResultShape;
 pub use status::{EntryState, ExecutionStatus};
 pub use store::{check_transition, Claim, Commit, Deletion, Lease, Store, StoreError, Transition};
 pub use value::{

@@ -490,6 +490,7 @@ impl RevertSet {
 /// replay = "reexecute"          # or "log" (the default): run again on every pass
 /// requires_approval = false     # wins over the connector's `approval` patterns for this tool
 /// description = "Get one issue." # replaces the tool's own description
+/// result = { fields = ["number", "title", "state", "body"] }  # or { pick = "/items" }
 /// ```
 ///
 /// Reverts stay in `reverts`, and patterns over many tools in `approval`.
@@ -505,6 +506,9 @@ pub struct ToolOverride {
     /// Whether each call needs approval; wins over the connector's `approval` patterns.
     #[serde(default)]
     pub requires_approval: Option<bool>,
+    /// How each result is cut down before the code sees it (a pointer pick or kept fields).
+    #[serde(default)]
+    pub result: Option<crate::shape::ResultShape>,
 }
 
 /// Why a connector's `tools` overrides cannot be applied.
@@ -515,6 +519,14 @@ pub enum OverrideError {
     ReexecuteWithApproval {
         /// The key as written.
         key: String,
+    },
+    /// A `result` shape that cannot be used.
+    #[error("tools.{key}.{problem}")]
+    BadShape {
+        /// The key as written.
+        key: String,
+        /// What is wrong with it.
+        problem: String,
     },
     /// Two keys (original and method name) for one tool.
     #[error("tools.{first} and tools.{second} both name the tool `{method}`; keep one")]
@@ -566,6 +578,15 @@ pub fn apply_overrides(
         }
         if let Some(r) = o.replay {
             tool.replay = r;
+        }
+        if let Some(shape) = &o.result {
+            if let Some(problem) = shape.problem() {
+                return Err(OverrideError::BadShape {
+                    key: key.clone(),
+                    problem,
+                });
+            }
+            tool.result_shape = Some(shape.clone());
         }
         if tool.requires_approval && tool.replay == crate::connector::ReplayPolicy::Reexecute {
             return Err(OverrideError::ReexecuteWithApproval { key: key.clone() });

@@ -8,6 +8,7 @@ mod delivery;
 mod pass;
 pub(crate) mod registry;
 pub(crate) mod sdk;
+pub(crate) mod transform;
 mod watch;
 
 use crate::connector::{Connector, ExecutionEndStatus, PassEndStatus};
@@ -26,6 +27,7 @@ pub use caps::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_EXECUTION};
 pub use control::SaveSnippet;
 pub use decide::{Approval, CANCEL_GRACE};
 pub use sdk::{ToolOptions, TOOL_EXAMPLE};
+pub use transform::TransformResult;
 pub use watch::{EventObserver, RuntimeEvent, EVENT_BUFFER, MAX_EVENT_ERROR_CHARS, WAIT_POLL};
 
 /// The default most calls one execution may make.
@@ -36,9 +38,6 @@ pub const DEFAULT_MAX_LOG_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The default deepest nesting of snippets running snippets (`codemode.run` inside a snippet).
 pub const DEFAULT_MAX_SNIPPET_DEPTH: usize = 8;
-
-/// Reshapes a completed result before the model sees it; the audit record keeps the original.
-pub type TransformResult = Arc<dyn Fn(Value) -> Value + Send + Sync>;
 
 /// Builds a [`Runtime`].
 ///
@@ -123,7 +122,19 @@ impl RuntimeBuilder {
         mut self,
         transform: impl Fn(Value) -> Value + Send + Sync + 'static,
     ) -> Self {
-        self.transform_result = Some(Arc::new(transform));
+        self.transform_result = Some(transform::from_sync(transform));
+        self
+    }
+
+    /// Reshapes completed results for the model with an async function; one that fails
+    /// (`Err`, or a panic) leaves the model the untransformed result cut to the result budget,
+    /// and a log line saying why.
+    pub fn transform_result_async<F, Fut>(mut self, transform: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Value, String>> + Send + 'static,
+    {
+        self.transform_result = Some(transform::from_async(transform));
         self
     }
 

@@ -151,15 +151,11 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
                 value.clone()
             });
             t.logs = Some(logs.clone());
-            let shown = match &inner.transform_result {
-                Some(transform) => transform(value),
-                None => value,
-            };
             (
                 t,
                 Outcome::Completed {
                     execution_id: id.clone(),
-                    result: shown,
+                    result: value,
                     logs,
                 },
             )
@@ -204,6 +200,24 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
         ExecutionStatus::Cancelled => runtime.dispose(&id, ExecutionEndStatus::Cancelled).await,
         _ => {}
     }
+    // The model's view, reshaped by the host's transform once the pass is durable.
+    let outcome = match outcome {
+        Outcome::Completed {
+            execution_id,
+            result,
+            mut logs,
+        } => {
+            let (result, note) =
+                super::transform::shown(inner.transform_result.as_ref(), result).await;
+            logs.extend(note);
+            Outcome::Completed {
+                execution_id,
+                result,
+                logs,
+            }
+        }
+        other => other,
+    };
     Ok(outcome)
 }
 
@@ -908,6 +922,13 @@ async fn timed(
         },
         None => run.await,
     };
+    let outcome =
+        outcome.map(
+            |value| match runtime.inner.registry.tool(&call.namespace, &call.method) {
+                Some((_, tool)) => tool.shaped(&call.namespace, value),
+                None => value,
+            },
+        );
     runtime.publish(RuntimeEvent::CallEnded {
         execution_id,
         seq,

@@ -141,6 +141,25 @@ impl Registry {
 }
 
 impl RegisteredTool {
+    /// `value` cut down as the tool's `result_shape` says; a value that does not fit the shape
+    /// is kept whole, and why is logged.
+    pub fn shaped(&self, connector: &str, value: Value) -> Value {
+        let Some(shape) = &self.spec.result_shape else {
+            return value;
+        };
+        match shape.apply(&value) {
+            Ok(shaped) => shaped,
+            Err(why) => {
+                tracing::warn!(
+                    connector,
+                    method = %self.spec.name,
+                    "the configured result shape does not fit ({why}); the result is kept whole"
+                );
+                value
+            }
+        }
+    }
+
     /// Validates `args`; the message says which field and why.
     pub fn validate(&self, connector: &str, args: &Value) -> Result<(), String> {
         let compiled = self.validator.get_or_init(|| {
