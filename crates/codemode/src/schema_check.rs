@@ -106,6 +106,8 @@ fn walk(root: &Value, schema: &Value, at: &str, depth: usize) -> Result<(), Stri
                 }
                 other => return Err(format!("{here}: must be an object of schemas, not {other}")),
             },
+            // Draft 4 writes `exclusiveMinimum: true` beside `minimum`.
+            "exclusiveMinimum" | "exclusiveMaximum" if value.is_boolean() && draft4(root) => {}
             k if NUMBERS.contains(&k) && !value.is_number() => {
                 return Err(format!("{here}: must be a number, not {value}"))
             }
@@ -141,6 +143,13 @@ fn check_type(value: &Value, at: &str) -> Result<(), String> {
             TYPES.join(", ")
         ))
     }
+}
+
+/// Whether the schema declares draft 4.
+fn draft4(root: &Value) -> bool {
+    root.get("$schema")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.contains("draft-04"))
 }
 
 /// Whether the schema declares a draft (4, 6 or 7) in which `items` may be an array.
@@ -233,6 +242,7 @@ mod tests {
             json!({"items": {"type": "string"}, "allOf": [true, {"not": {"type": "null"}}]}),
             json!({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}]}),
             json!({"pattern": "^[a-z]+$", "patternProperties": {"^x-": {"type": "string"}}}),
+            json!({"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 0, "exclusiveMinimum": true}),
             json!({"$ref": "https://example.com/s.json"}),
             json!({"properties": {"a b": {"$ref": "#/$defs/a%20b"}}, "$defs": {"a b": {}}}),
         ];
@@ -258,6 +268,7 @@ mod tests {
                 "#/items/0",
             ),
             (json!({"pattern": "(("}), "#/pattern"),
+            (json!({"exclusiveMinimum": true}), "#/exclusiveMinimum"),
             (
                 json!({"patternProperties": {"((": {}}}),
                 "#/patternProperties",
