@@ -8,6 +8,16 @@ use deadpool_postgres::Client;
 use std::sync::LazyLock;
 use tokio_postgres::types::ToSql;
 
+/// Deletes the undo records of the workspace changes made by the executions `deleted` (a
+/// CTE returning `id`) names; execution ids are UUIDs, unique across runtimes, and
+/// workspaces belong to no runtime.
+fn undo_sql(deleted: &str) -> String {
+    format!(
+        "DELETE FROM codemode_workspace_changes
+    WHERE execution_id IN (SELECT id FROM {deleted})"
+    )
+}
+
 /// Terminal executions of `$1` past the newest `$K`, deleted (their logs by cascade).
 fn prune_sql(keep: &str) -> String {
     format!(
@@ -17,7 +27,7 @@ fn prune_sql(keep: &str) -> String {
                  WHERE runtime = $1
                    AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
                  ORDER BY created_at DESC, pk DESC OFFSET {keep})
-    RETURNING 1"
+    RETURNING id"
     )
 }
 
@@ -35,17 +45,21 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
     {}
 ), pruned AS (
     {}
+), undo AS (
+    {}
 )
 SELECT count(*) FROM pruned",
         upsert_entries(15),
-        prune_sql("$13")
+        prune_sql("$13"),
+        undo_sql("pruned")
     )
 });
 
 static PRUNE: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "WITH pruned AS ({}) SELECT count(*) FROM pruned",
-        prune_sql("$2")
+        "WITH pruned AS ({}), undo AS ({}) SELECT count(*) FROM pruned",
+        prune_sql("$2"),
+        undo_sql("pruned")
     )
 });
 
@@ -121,8 +135,27 @@ pub(crate) async fn prune(
     Ok(usize::try_from(get::<i64>(&row, 0)?).unwrap_or(0))
 }
 
-/// Deletes one terminal execution (its log by cascade) unless a lease live at `now_ms`
-/// holds it; a refused delete reads the status it found.
+static DELETE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH gone AS (
+    DELETE FROM codemode_executions
+    WHERE runtime = $1 AND id = $2
+      AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
+      AND (lease_until_ms IS NULL OR lease_until_ms < $3)
+    RETURNING status, id
+), undo AS (
+    {}
+)
+SELECT status, true FROM gone
+UNION ALL
+SELECT status, false FROM codemode_executions
+WHERE runtime = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM gone)",
+        undo_sql("gone")
+    )
+});
+
+/// Deletes one terminal execution (its log by cascade, its workspace undo records too)
+/// unless a lease live at `now_ms` holds it; a refused delete reads the status it found.
 pub(crate) async fn delete(
     client: &Client,
     loc: &str,
@@ -131,19 +164,7 @@ pub(crate) async fn delete(
     now_ms: i64,
 ) -> Result<Deletion, StoreError> {
     let stmt = client
-        .prepare_cached(
-            "WITH gone AS (
-                DELETE FROM codemode_executions
-                WHERE runtime = $1 AND id = $2
-                  AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
-                  AND (lease_until_ms IS NULL OR lease_until_ms < $3)
-                RETURNING status
-             )
-             SELECT status, true FROM gone
-             UNION ALL
-             SELECT status, false FROM codemode_executions
-             WHERE runtime = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM gone)",
-        )
+        .prepare_cached(&DELETE)
         .await
         .ctx(loc, "preparing a delete")?;
     let row = client

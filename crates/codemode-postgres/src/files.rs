@@ -130,8 +130,9 @@ pub(crate) async fn change(
     if let Some(key) = &change.key {
         tx.execute(
             "INSERT INTO codemode_workspace_changes
-                 (workspace, key, path, previous, existed, size_after, reverted, at_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, FALSE, $7)",
+                 (workspace, key, path, previous, existed, size_after, reverted, at_ms,
+                  execution_id)
+             VALUES ($1, $2, $3, $4, $5, $6, FALSE, $7, $8)",
             &[
                 &ws,
                 key,
@@ -140,6 +141,7 @@ pub(crate) async fn change(
                 &old.is_some(),
                 &new_size.map(signed),
                 &change.at_ms,
+                &change.execution_id(),
             ],
         )
         .await

@@ -5,7 +5,7 @@ use codemode::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes and reads (`codemode_schema_version.version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -112,6 +112,17 @@ CREATE TABLE codemode_workspace_changes (
     at_ms      BIGINT NOT NULL,
     PRIMARY KEY (workspace, key)
 );
+";
+
+/// Version 6: the execution of each undo record (its key up to the last `:`), so deleting
+/// or pruning an execution deletes the undo records of its workspace changes too.
+const V6: &str = "
+ALTER TABLE codemode_workspace_changes ADD COLUMN execution_id TEXT;
+UPDATE codemode_workspace_changes
+    SET execution_id = left(rtrim(key, '0123456789'), -1)
+    WHERE rtrim(key, '0123456789') LIKE '%:';
+CREATE INDEX codemode_workspace_changes_by_execution
+    ON codemode_workspace_changes (execution_id);
 ";
 
 const VERSION_TABLE: &str = "

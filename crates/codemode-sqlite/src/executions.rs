@@ -23,6 +23,9 @@ LIMIT -1 OFFSET ?2";
 
 const DELETE_ENTRIES: &str = "DELETE FROM log_entries WHERE runtime = ?1 AND execution_id = ?2";
 const DELETE_EXECUTION: &str = "DELETE FROM executions WHERE runtime = ?1 AND id = ?2";
+/// Undo records of the execution's workspace changes (execution ids are UUIDs, unique
+/// across runtimes; workspaces belong to no runtime).
+const DELETE_FILE_UNDO: &str = "DELETE FROM workspace_changes WHERE execution_id = ?1";
 
 /// Inserts a running execution (and any entries it carries), then prunes beyond `keep`.
 pub(crate) fn insert(
@@ -103,6 +106,9 @@ fn remove(conn: &Connection, loc: &str, runtime: &str, id: &str) -> Result<(), S
     conn.prepare_cached(DELETE_EXECUTION)
         .and_then(|mut s| s.execute(params![runtime, id]))
         .ctx(loc, "deleting an execution")?;
+    conn.prepare_cached(DELETE_FILE_UNDO)
+        .and_then(|mut s| s.execute(params![id]))
+        .ctx(loc, "deleting workspace undo records")?;
     Ok(())
 }
 

@@ -110,8 +110,9 @@ pub(crate) fn change(
     if let Some(key) = &change.key {
         tx.prepare_cached(
             "INSERT INTO workspace_changes
-                 (workspace, key, path, previous, existed, size_after, reverted, at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)",
+                 (workspace, key, path, previous, existed, size_after, reverted, at_ms,
+                  execution_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -121,7 +122,8 @@ pub(crate) fn change(
                 old,
                 old.is_some(),
                 new_size.map(signed),
-                change.at_ms
+                change.at_ms,
+                change.execution_id()
             ])
         })
         .ctx(loc, "recording a workspace change")?;

@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const APPLICATION_ID: i32 = 0x436f_4d6f;
 
 /// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -130,6 +130,16 @@ CREATE TABLE workspace_changes (
     at_ms      INTEGER NOT NULL,
     UNIQUE (workspace, key)
 );
+";
+
+/// Version 6: the execution of each undo record (its key up to the last `:`), so deleting
+/// or pruning an execution deletes the undo records of its workspace changes too.
+const V6: &str = "
+ALTER TABLE workspace_changes ADD COLUMN execution_id TEXT;
+UPDATE workspace_changes
+    SET execution_id = substr(rtrim(key, '0123456789'), 1, length(rtrim(key, '0123456789')) - 1)
+    WHERE rtrim(key, '0123456789') LIKE '%:';
+CREATE INDEX workspace_changes_by_execution ON workspace_changes (execution_id);
 ";
 
 /// Refuses a database that is not ours or is newer than this build, before anything is written.

@@ -163,6 +163,41 @@ async fn rollback_puts_every_file_back_as_it_was() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_or_pruning_an_execution_drops_the_undo_records_of_its_writes() {
+    on_both_stores("undo_pruned", |store| async move {
+        let ws = workspace(&store, WorkspaceOptions::default());
+        let rt = runtime(&store, &ws);
+        let mut ids = Vec::new();
+        for name in ["deleted", "kept", "pruned"] {
+            let code = format!("async () => state.writeFile('/{name}.txt', '{name}')");
+            let outcome = rt.call(&code).await.unwrap();
+            ids.push(outcome.execution_id().to_string());
+            completed(outcome);
+        }
+        let undo = |i: usize| format!("{}:0", ids[i]);
+        assert!(rt.delete_execution(&ids[0]).await.unwrap());
+        assert!(
+            !ws.revert(&undo(0)).await.unwrap(),
+            "undo outlived its delete"
+        );
+        assert_eq!(
+            content(&ws, "/deleted.txt").await.as_deref(),
+            Some("deleted")
+        );
+        // The kept execution's undo is there (and reverting it removes its new file).
+        assert!(ws.revert(&undo(1)).await.unwrap());
+        assert_eq!(content(&ws, "/kept.txt").await, None);
+        assert_eq!(rt.prune_executions(0).await.unwrap(), 2);
+        assert!(
+            !ws.revert(&undo(2)).await.unwrap(),
+            "undo outlived its prune"
+        );
+        assert_eq!(content(&ws, "/pruned.txt").await.as_deref(), Some("pruned"));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_over_quota_or_size_limit_is_refused_and_changes_nothing() {
     on_both_stores("quota", |store| async move {
         let options = WorkspaceOptions {

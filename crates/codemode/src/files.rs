@@ -48,7 +48,8 @@ pub struct FileChange {
     /// An idempotency key (`execution:seq`). With one, the store keeps what the file was
     /// before, for [`Store::revert_file_change`](crate::Store::revert_file_change), and a
     /// change whose key was already applied is not applied again (its first outcome is
-    /// returned with `repeated` set). Without one, nothing is kept.
+    /// returned with `repeated` set). Without one, nothing is kept. The undo record goes
+    /// when the execution the key names ([`key_execution`]) is deleted or pruned.
     pub key: Option<String>,
     /// The most bytes all the workspace's files may hold together after the change.
     pub quota_bytes: u64,
@@ -56,6 +57,19 @@ pub struct FileChange {
     pub max_file_bytes: u64,
     /// Epoch ms, recorded as the file's `updated_at`.
     pub at_ms: i64,
+}
+
+impl FileChange {
+    /// The execution whose call made this change: [`key_execution`] of its key.
+    pub fn execution_id(&self) -> Option<&str> {
+        self.key.as_deref().and_then(key_execution)
+    }
+}
+
+/// The execution an idempotency key (`execution:seq`) names: the text before its last `:`;
+/// `None` when it has none.
+pub fn key_execution(key: &str) -> Option<&str> {
+    key.rsplit_once(':').map(|(execution, _)| execution)
 }
 
 /// What a [`FileChange`] did.

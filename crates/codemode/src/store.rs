@@ -189,7 +189,7 @@ pub enum StoreError {
 #[async_trait]
 pub trait Store: Send + Sync {
     /// Inserts a new running execution, then prunes terminal ones beyond `keep` (oldest
-    /// first), in one transaction. Returns how many were pruned.
+    /// first, as [`Store::prune_executions`]), in one transaction. Returns how many were pruned.
     async fn insert_execution(
         &self,
         runtime: &str,
@@ -242,8 +242,9 @@ pub trait Store: Send + Sync {
     /// not hold it.
     async fn release(&self, runtime: &str, id: &str, owner: &str) -> Result<bool, StoreError>;
 
-    /// Deletes one terminal execution and its log, unless a live lease holds it (`now_ms`
-    /// decides); running and paused ones are refused.
+    /// Deletes one terminal execution, its log and the undo records of the workspace
+    /// changes its calls made, unless a live lease holds it (`now_ms` decides); running and
+    /// paused ones are refused.
     async fn delete_execution(
         &self,
         runtime: &str,
@@ -251,7 +252,8 @@ pub trait Store: Send + Sync {
         now_ms: i64,
     ) -> Result<Deletion, StoreError>;
 
-    /// Deletes terminal executions beyond the newest `keep`; returns how many.
+    /// Deletes terminal executions beyond the newest `keep`, with their logs and workspace
+    /// undo records; returns how many.
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError>;
 
     /// Running and paused executions last updated before `before_ms` (running ones only

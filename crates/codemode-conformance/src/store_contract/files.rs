@@ -1,7 +1,11 @@
 //! Workspace files: changes checked against their limits in one transaction, keyed changes
 //! applied once and reverted to what the file held before, listings by raw prefix.
 
-use codemode::{FileChange, FileChangeOutcome, FileInfo, FileOp, Store, WorkspaceUsage};
+use super::{execution, insert, lease, move_through, FAR, RT};
+use codemode::{
+    Deletion, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo, FileOp, Store,
+    WorkspaceUsage,
+};
 
 fn change(path: &str, op: FileOp, key: Option<&str>) -> FileChange {
     FileChange {
@@ -192,4 +196,69 @@ pub async fn files_list_by_prefix_and_workspaces_stay_apart(store: &dyn Store) {
             },
         ]
     );
+}
+
+/// Deleting an execution, pruning it, and the prune of an insert each drop the undo records
+/// of the file changes its calls made (keys `execution:seq`), and only theirs: the files
+/// stay as they are, and an execution whose id merely starts the same keeps its records.
+pub async fn deleting_or_pruning_an_execution_drops_its_file_undo_records(store: &dyn Store) {
+    for (at, id) in [(1, "a"), (2, "b"), (3, "c"), (4, "d")] {
+        insert(store, RT, id, at, "n", FAR).await;
+        move_through(store, RT, id, &[ExecutionStatus::Completed], at).await;
+    }
+    for (key, path) in [
+        ("a:0", "/a"),
+        ("a:1", "/a"),
+        ("ab:0", "/ab"),
+        ("b:0", "/b"),
+        ("c:0", "/c"),
+        ("d:0", "/d"),
+    ] {
+        let write = change(path, FileOp::Append("x".into()), Some(key));
+        store.change_file(&write).await.unwrap();
+    }
+    let undo = |key: &'static str| store.revert_file_change("w", key, 2_000);
+
+    let deleted = store.delete_execution(RT, "b", 10).await.unwrap();
+    assert_eq!(deleted, Deletion::Deleted(ExecutionStatus::Completed));
+    assert!(!undo("b:0").await.unwrap(), "b's undo record outlived b");
+    assert_eq!(
+        store.prune_executions(RT, 2).await.unwrap(),
+        1,
+        "a is pruned"
+    );
+    assert!(
+        !undo("a:0").await.unwrap(),
+        "a's undo record outlived its prune"
+    );
+    assert!(
+        !undo("a:1").await.unwrap(),
+        "a's second undo record outlived it"
+    );
+    let pruned = store
+        .insert_execution(RT, &execution("e", 5), &lease("n", FAR), 1)
+        .await
+        .unwrap();
+    assert_eq!(pruned, 1, "the insert prunes c");
+    assert!(
+        !undo("c:0").await.unwrap(),
+        "c's undo record outlived the insert's prune"
+    );
+
+    assert_eq!(
+        text(store, "/a").await.as_deref(),
+        Some("xx"),
+        "a file stays"
+    );
+    assert_eq!(
+        text(store, "/b").await.as_deref(),
+        Some("x"),
+        "a file stays"
+    );
+    assert!(undo("d:0").await.unwrap(), "d is kept, and so is its undo");
+    assert!(
+        undo("ab:0").await.unwrap(),
+        "ab is not a, nor an execution of a"
+    );
+    assert_eq!(text(store, "/d").await, None);
 }

@@ -69,6 +69,7 @@ macro_rules! for_each_store_contract_case {
             a_file_change_over_a_limit_writes_nothing,
             reverting_file_changes_restores_what_was_there,
             files_list_by_prefix_and_workspaces_stay_apart,
+            deleting_or_pruning_an_execution_drops_its_file_undo_records,
         }
     };
 }

@@ -325,9 +325,9 @@ impl Runtime {
         Ok(self.inner.store.execution(&self.inner.name, id).await?)
     }
 
-    /// Deletes one finished execution and its log; returns false if there was none. A
-    /// running or paused one is refused (its applied writes would lose their log), as is
-    /// one a rollback holds.
+    /// Deletes one finished execution, its log and the undo records of its workspace writes;
+    /// returns false if there was none. A running or paused one is refused (its applied
+    /// writes would lose their log), as is one a rollback holds.
     pub async fn delete_execution(&self, id: &str) -> Result<bool, RuntimeError> {
         let inner = &self.inner;
         match inner
