@@ -278,3 +278,59 @@ async fn a_picked_up_result_is_cut_to_the_budget_and_kept_whole() {
     let kept: Value = serde_json::from_str(text).unwrap_or(Value::Null);
     assert_eq!(kept, ran["result"], "the whole result is in the workspace");
 }
+
+/// A result returned after the call waited for an approval is cut to the model's budget like
+/// the first call's, and kept whole in the workspace under the name its last log line gives.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_result_after_waiting_for_approval_is_cut_to_the_budget_and_kept_whole() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), 30_000);
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let http = client();
+    let base = &server.base;
+    let code = "await tasks.create_task({ title: 'big' }); \
+                return Array.from({ length: 3000 }, (_, i) => ({ id: i, name: 'item ' + i }));";
+    let (mut node, rx) = start_client(&fx, &format!("{base}/mcp"), &[json!({ "code": code })]);
+    let waiting = line_with(&rx, "PROGRESS ", Duration::from_secs(30));
+    assert!(waiting.contains("tasks.create_task"), "{waiting}");
+    let (status, pending) = get(&http, format!("{base}/api/pending")).await;
+    assert_eq!(status, 200);
+    let id = pending[0]["executionId"].as_str().unwrap().to_string();
+    let (status, approved) = post(
+        &http,
+        format!("{base}/api/executions/{id}/approve"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{approved}");
+
+    let done: Value = serde_json::from_str(&line_with(&rx, "{", Duration::from_secs(30))).unwrap();
+    assert!(node.wait().unwrap().success());
+    let answer = &done["results"][0]["structuredContent"];
+    assert_eq!(answer["status"], "completed", "{answer}");
+    let (status, record) = get(&http, format!("{base}/api/executions/{id}")).await;
+    assert_eq!(status, 200, "{record}");
+    let whole = record["result"].to_string().len();
+    let cut = answer["result"].to_string().len();
+    assert!(
+        whole > 24_000 * 2,
+        "the result is larger than the budget: {whole}"
+    );
+    assert!(cut < whole / 2, "cut to the budget: {cut} of {whole}");
+    let saved = format!("/results/{id}.json");
+    let last = answer["logs"].as_array().unwrap().last().unwrap();
+    assert!(last.as_str().unwrap().contains(&saved), "{last}");
+    let (status, file) = get(
+        &http,
+        format!("{base}/api/workspace/default/file?path={saved}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{file}");
+    let kept: Value =
+        serde_json::from_str(file["content"].as_str().unwrap_or_default()).unwrap_or(Value::Null);
+    assert_eq!(
+        kept, record["result"],
+        "the whole result is in the workspace"
+    );
+}
