@@ -2,7 +2,7 @@
 
 mod common;
 
-use codemode::{Commit, EntryState, ExecutionStatus, Store, StoreError, Transition};
+use codemode::{Commit, Deletion, EntryState, ExecutionStatus, Store, StoreError, Transition};
 use codemode_sqlite::{SqliteOptions, SqliteStore, APPLICATION_ID, SCHEMA_VERSION};
 use common::{entry, execution, lease, RT};
 use serde_json::json;
@@ -210,6 +210,51 @@ async fn a_version_1_file_is_migrated_and_keeps_its_executions() {
         )
         .unwrap();
     assert_eq!((version, index), (SCHEMA_VERSION, 1));
+}
+
+/// Undo records written by version 5 (before they carried their execution) get it from
+/// their key (`execution:seq`) on open, so deleting that execution deletes them.
+#[tokio::test]
+async fn version_5_undo_records_learn_their_execution_and_go_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    let s = SqliteStore::open(&path).unwrap();
+    s.insert_execution(RT, &execution("a:b", 1), &lease("n", FAR), 50)
+        .await
+        .unwrap();
+    drop(s);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP INDEX workspace_changes_by_execution;
+             ALTER TABLE workspace_changes DROP COLUMN execution_id;
+             INSERT INTO workspace_changes VALUES ('w', 'a:b:7', '/f', NULL, 0, 1, 0, 1);
+             INSERT INTO workspace_changes VALUES ('w', 'a:70', '/g', NULL, 0, 1, 0, 1);
+             INSERT INTO workspace_changes VALUES ('w', 'loose', '/h', NULL, 0, 1, 0, 1);
+             UPDATE executions SET status = 'completed', lease_owner = NULL,
+                                   lease_until_ms = NULL;",
+        )
+        .unwrap();
+        conn.pragma_update(None, "user_version", 5).unwrap();
+    }
+    let s = SqliteStore::open(&path).unwrap();
+    let deleted = s.delete_execution(RT, "a:b", 10).await.unwrap();
+    assert_eq!(deleted, Deletion::Deleted(ExecutionStatus::Completed));
+    drop(s);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let left: Vec<(String, Option<String>)> = conn
+        .prepare("SELECT key, execution_id FROM workspace_changes ORDER BY key")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let expected = [("a:70", Some("a")), ("loose", None)];
+    let expected: Vec<_> = expected
+        .iter()
+        .map(|(k, e)| (k.to_string(), e.map(str::to_string)))
+        .collect();
+    assert_eq!(left, expected);
 }
 
 #[tokio::test]
