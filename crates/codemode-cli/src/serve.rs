@@ -64,6 +64,10 @@ async fn serve_with(
         .approvals
         .wait_ms
         .map_or(codemode_server::DEFAULT_WAIT, Duration::from_millis);
+    let result_budget = codemode::TruncateOptions {
+        max_chars: None,
+        max_tokens: settings.config.limits.max_result_tokens,
+    };
     let me = app::self_command();
     let again = format!("{me} {}{flags}", app.store_flag);
     let runtime = Arc::new(app.runtime);
@@ -77,6 +81,7 @@ async fn serve_with(
             wait,
             tool: settings.config.tool.options(),
             workspace: app.workspace.clone(),
+            result_budget,
             ..ServerOptions::default()
         };
         tracing::info!(store = %app.store_label, "serving MCP over stdio");
@@ -113,6 +118,7 @@ async fn serve_with(
         shutdown: shutdown.clone(),
         tool: settings.config.tool.options(),
         workspace: app.workspace.clone(),
+        result_budget,
     };
     let defaults = ListenOptions::default();
     let listen_options = ListenOptions {

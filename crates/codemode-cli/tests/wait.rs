@@ -334,3 +334,31 @@ async fn a_result_after_waiting_for_approval_is_cut_to_the_budget_and_kept_whole
         "the whole result is in the workspace"
     );
 }
+
+/// `limits.max_result_tokens` is the budget of MCP results: a first call's result of about
+/// 12,000 characters, within the default budget (24,000), is cut under a budget of 500 tokens.
+#[tokio::test(flavor = "multi_thread")]
+async fn limits_max_result_tokens_sets_the_budget_of_mcp_results() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[approvals]\nelicitation = false\n[limits]\nmax_result_tokens = 500\n";
+    std::fs::write(dir.path().join("codemode.toml"), text).unwrap();
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let code = "return Array.from({ length: 500 }, (_, i) => ({ id: i, name: 'item ' + i }))";
+    let url = format!("{}/mcp", server.base);
+    let (mut node, rx) = start_client(&fx, &url, &[json!({ "code": code })]);
+    let done: Value = serde_json::from_str(&line_with(&rx, "{", Duration::from_secs(30))).unwrap();
+    assert!(node.wait().unwrap().success());
+    let answer = &done["results"][0]["structuredContent"];
+    assert_eq!(answer["status"], "completed", "{answer}");
+    let cut = answer["result"].to_string().len();
+    assert!(cut <= 2_000, "cut to 500 tokens (2,000 characters): {cut}");
+    let last = answer["logs"].as_array().unwrap().last().unwrap();
+    let id = answer["executionId"].as_str().unwrap();
+    assert!(
+        last.as_str()
+            .unwrap()
+            .contains(&format!("/results/{id}.json")),
+        "{last}"
+    );
+}

@@ -132,7 +132,8 @@ impl CodemodeMcp {
         // What the model receives is bounded; a cut result is kept whole in the workspace.
         let workspace = self.state.options.workspace.as_ref();
         let (outcome, _) =
-            crate::saved::truncate_and_save(outcome, Default::default(), workspace).await;
+            crate::saved::truncate_and_save(outcome, self.state.options.result_budget, workspace)
+                .await;
         Ok(outcome_result(&outcome, &self.state.options))
     }
 }

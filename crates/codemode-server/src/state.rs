@@ -37,6 +37,8 @@ pub struct ServerOptions {
     pub tool: codemode::runtime::ToolOptions,
     /// Where a cut MCP result is saved whole (`[workspace]`); `None` when it is off.
     pub workspace: Option<codemode_workspace::Workspace>,
+    /// The budget an MCP tool call's outcome is cut to (`limits.max_result_tokens`).
+    pub result_budget: codemode::TruncateOptions,
 }
 
 impl Default for ServerOptions {
@@ -55,6 +57,7 @@ impl Default for ServerOptions {
             shutdown: CancellationToken::new(),
             tool: codemode::runtime::ToolOptions::default(),
             workspace: None,
+            result_budget: codemode::TruncateOptions::default(),
         }
     }
 }

@@ -104,6 +104,10 @@ pub struct Limits {
     /// How long a pass holds its execution, in milliseconds (default 120,000, at least twice
     /// `timeout_ms`); a run whose node stopped is resumed once it has run out.
     pub lease_ms: Option<u64>,
+    /// The most tokens (four characters each) of an outcome an MCP tool call returns; a
+    /// larger one is cut structurally and kept whole in the workspace (default 6,000; 0 and
+    /// huge values are clamped to 50..=250,000).
+    pub max_result_tokens: Option<usize>,
 }
 
 /// Bearer-token auth.

@@ -158,8 +158,12 @@ impl CodemodeMcp {
     async fn execution_result(&self, e: &Execution) -> CallToolResult {
         if let Some(outcome) = wait::outcome_of(e) {
             let workspace = self.state.options.workspace.as_ref();
-            let (outcome, _) =
-                crate::saved::truncate_and_save(outcome, Default::default(), workspace).await;
+            let (outcome, _) = crate::saved::truncate_and_save(
+                outcome,
+                self.state.options.result_budget,
+                workspace,
+            )
+            .await;
             return outcome_result(&outcome, &self.state.options);
         }
         let value = wait::state_json(e);
