@@ -28,8 +28,14 @@ pub async fn run(common: &CommonArgs, args: &ServeArgs) -> Result<()> {
     serve_with(settings, args, common.token_env.clone(), flags).await
 }
 
-/// `codemode wrap -- CMD ARGS…`: an existing MCP server behind the single code tool, on stdio.
-pub async fn wrap(common: &CommonArgs, name: &str, command: Vec<String>) -> Result<()> {
+/// `codemode wrap -- CMD ARGS…`: an existing MCP server behind the single code tool, on stdio;
+/// `description`, when given, replaces the tool's description (a `{{types}}`/`{{example}}` template).
+pub async fn wrap(
+    common: &CommonArgs,
+    name: &str,
+    description: Option<String>,
+    command: Vec<String>,
+) -> Result<()> {
     if command.is_empty() {
         bail!("give the MCP server to wrap: codemode wrap -- COMMAND ARGS…");
     }
@@ -37,6 +43,9 @@ pub async fn wrap(common: &CommonArgs, name: &str, command: Vec<String>) -> Resu
     let transport = McpTransport::stdio(command[0].clone(), command[1..].to_vec());
     settings.config.add_mcp(McpConfig::new(name, transport));
     settings.demo = common.demo;
+    if description.is_some() {
+        settings.config.tool.description = description;
+    }
     let args = ServeArgs {
         listen: None,
         stdio: true,

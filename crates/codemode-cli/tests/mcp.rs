@@ -262,3 +262,58 @@ fn wrap_puts_an_mcp_server_behind_the_code_tool() {
     assert_eq!(done["status"], "completed", "{v}");
     assert!(done["result"].to_string().contains("wrapped"), "{v}");
 }
+
+#[test]
+fn wrap_description_replaces_the_code_tools_description_with_its_placeholders_filled() {
+    let Some(fx) = fixtures() else { return };
+    let everything = fx.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let everything = everything.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("w.db").display());
+    let target = [
+        BIN,
+        "wrap",
+        "--store",
+        &store,
+        "--name",
+        "everything",
+        "--description",
+        "Code over the everything server.\n{{types}}\nExample:\n{{example}}",
+        "--",
+        "node",
+        everything,
+        "stdio",
+    ];
+    let v = client(&fx, "stdio", &target, &[]);
+    let description = v["tools"][0]["description"].as_str().unwrap();
+    assert!(
+        description.starts_with("Code over the everything server."),
+        "{description}"
+    );
+    assert!(
+        description.contains("declare const everything"),
+        "{description}"
+    );
+    assert!(description.contains("echo("), "{description}");
+    assert!(description.contains("codemode.search("), "{description}");
+    assert!(!description.contains("{{"), "{description}");
+
+    let bad = std::process::Command::new(BIN)
+        .args([
+            "wrap",
+            "--store",
+            &store,
+            "--description",
+            "{{nope}}",
+            "--",
+            "node",
+        ])
+        .arg(everything)
+        .arg("stdio")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("nope"), "{err}");
+}

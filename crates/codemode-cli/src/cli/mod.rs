@@ -49,6 +49,10 @@ pub enum Command {
         /// The global name of the wrapped server in the sandbox.
         #[arg(long, default_value = "server")]
         name: String,
+        /// The code tool's description, replacing the generated one (and `[tool] description`):
+        /// `{{types}}` becomes the wrapped server's declarations, `{{example}}` an example program.
+        #[arg(long, value_name = "TEMPLATE")]
+        description: Option<String>,
         /// The server's command and arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
@@ -183,7 +187,11 @@ pub enum SnippetCommand {
 pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(&cli.common, &args).await?,
-        Command::Wrap { name, command } => serve::wrap(&cli.common, &name, command).await?,
+        Command::Wrap {
+            name,
+            description,
+            command,
+        } => serve::wrap(&cli.common, &name, description, command).await?,
         Command::Openapi(args) => crate::openapi_cmd::run(&cli.common, &args).await?,
         command => {
             let (control, again) = connect(&cli.common, cli.server.as_deref()).await?;
