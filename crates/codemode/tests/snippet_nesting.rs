@@ -112,3 +112,57 @@ async fn a_self_call_stops_at_once_not_at_the_time_limit() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_self_call_through_an_alias_or_a_destructured_run_is_refused_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(dir.path(), 8).unwrap();
+    save(
+        &runtime,
+        "alias",
+        "async (input) => { const r = codemode.run; return input ? await r('alias', input) : 0 }",
+    )
+    .await;
+    save(
+        &runtime,
+        "parts",
+        "const { run } = codemode;\nasync (input) => input ? await run('parts', input) : 0",
+    )
+    .await;
+    for name in ["alias", "parts"] {
+        let started = std::time::Instant::now();
+        let code = format!("async () => codemode.run('{name}', {{ go: 1 }})");
+        let outcome = runtime.call(&code).await.unwrap();
+        let Outcome::Error { error, .. } = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert!(
+            error.contains(&format!("snippet {name} -> {name} runs itself")),
+            "{error}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_fenced_snippet_that_runs_itself_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(dir.path(), 8).unwrap();
+    save(
+        &runtime,
+        "fenced",
+        "Runs itself:\n```js\nasync (input) => input ? await codemode.run('fenced', input) : 0\n```",
+    )
+    .await;
+    let outcome = runtime
+        .call("async () => codemode.run('fenced', { go: 1 })")
+        .await
+        .unwrap();
+    let Outcome::Error { error, .. } = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        error.contains("snippet fenced -> fenced runs itself"),
+        "{error}"
+    );
+}

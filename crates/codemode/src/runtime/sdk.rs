@@ -133,11 +133,26 @@ pub(crate) fn nesting_refusal(chain: &[String], name: &str, max_depth: usize) ->
     None
 }
 
-/// The snippet's code with each `codemode.run(` call made to carry the chain it runs in, so
-/// the host sees who calls: `codemode.run.call(["a"], name, input)`. A run reached another
-/// way (an alias of `codemode.run`) carries no chain and is not checked.
+/// The snippet's code made to carry the chain it runs in: a first statement (on the code's
+/// first line, so line numbers stay) binds `codemode` in the snippet's scope to a copy of the
+/// global whose `run` sends the chain with every call, however it is reached (`codemode.run`,
+/// an alias such as `const r = codemode.run`, a destructured `run`). Only a run reached through
+/// `globalThis.codemode` goes without it. Fenced code (prose around a code block) cannot take
+/// a first statement, so its `codemode.run(` calls are rewritten instead.
 pub(crate) fn carry_chain(code: &str, chain: &[String]) -> String {
     let names = serde_json::to_string(chain).unwrap_or_else(|_| "[]".into());
+    if code.contains("```") {
+        return rewrite_run_calls(code, &names);
+    }
+    format!(
+        "const codemode = ((g, chain) => Object.freeze(Object.create(g, {{ run: {{ value: \
+         (name, input) => g.run.call(chain, name, input) }} }})))(globalThis.codemode, \
+         Object.freeze({names})); {code}"
+    )
+}
+
+/// `code` with each `codemode.run(` call rewritten to `codemode.run.call(NAMES, `.
+fn rewrite_run_calls(code: &str, names: &str) -> String {
     let mut out = String::with_capacity(code.len());
     let mut rest = code;
     while let Some(at) = rest.find("codemode") {
@@ -157,7 +172,7 @@ pub(crate) fn carry_chain(code: &str, chain: &[String]) -> String {
             Some(open) if before_ok => {
                 out.push_str(&rest[..at]);
                 out.push_str("codemode.run.call(");
-                out.push_str(&names);
+                out.push_str(names);
                 out.push_str(", ");
                 rest = &open[1..];
             }
