@@ -342,8 +342,9 @@
       return decode(text);
     },
     run(name, input) {
-      // Inside a snippet the host rewrites `codemode.run(` to `codemode.run.call(chain, `,
-      // so `this` names the snippets running; the host refuses a snippet that runs itself.
+      // Inside a snippet, `codemode` is a copy whose `run` calls this with `this` bound to
+      // the chain of snippets running (a fenced snippet's calls are rewritten to
+      // `codemode.run.call(chain, `); the host refuses a snippet that runs itself.
       const args = { name, input: input === undefined ? null : input };
       if (isArray(this)) args.chain = this;
       return host(sdk.run, encode(args));
