@@ -14,9 +14,8 @@ fn runtime(dir: &std::path::Path) -> Runtime {
     let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(options));
     Runtime::builder(store, executor)
         .connector(
-            RustConnector::new("probe").tool(
-                RustTool::new("read", |_args, _ctx| async { Ok(json!(1)) }).read_only(),
-            ),
+            RustConnector::new("probe")
+                .tool(RustTool::new("read", |_args, _ctx| async { Ok(json!(1)) }).read_only()),
         )
         .build()
         .unwrap()
@@ -59,5 +58,8 @@ async fn dropped_metrics_count_nothing_more_and_runs_go_on() {
     let rt = runtime(dir.path());
     drop(Metrics::start(&rt));
     let done = rt.call("async () => await probe.read({})").await.unwrap();
-    assert!(matches!(done, codemode::Outcome::Completed { .. }), "{done:?}");
+    assert!(
+        matches!(done, codemode::Outcome::Completed { .. }),
+        "{done:?}"
+    );
 }
