@@ -190,7 +190,15 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                 false => None,
             };
             progress.done();
-            let flag = format!("--store {shown}");
+            // The hints print a command that runs as printed: the URL without its password,
+            // which the command then reads from PGPASSWORD (as psql does).
+            let flag = match codemode_postgres::without_password(url) {
+                Some(printable) => {
+                    eprintln!("codemode: the commands printed leave the store's password out: set PGPASSWORD to it to run them");
+                    format!("--store {}", quote(&printable))
+                }
+                None => format!("--store {}", quote(url)),
+            };
             (Arc::new(store) as Arc<dyn Store>, tasks, shown, flag)
         }
     })

@@ -103,3 +103,58 @@ fn a_bad_postgres_url_names_the_cause_and_hides_the_password() {
         assert!(!err.contains("hunter2"), "{err}");
     }
 }
+
+/// `codemode run` on a PostgreSQL store whose URL carries a password prints approve and
+/// reject lines without it, says the password comes from PGPASSWORD, and the approve line
+/// runs as printed with it set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hints_for_a_postgres_store_leave_the_password_out_and_run_as_printed() {
+    let Some(db) = ScratchDatabase::for_tests("postgres_hint_without_password")
+        .await
+        .expect("the PostgreSQL test server")
+    else {
+        return;
+    };
+    let with_password = db.url().replacen("://postgres@", "://postgres:s3cret@", 1);
+    assert_ne!(
+        with_password,
+        db.url(),
+        "the scratch URL names the postgres user"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .current_dir(dir.path())
+        .args(["--store", &with_password, "run", "-e"])
+        .arg("return await tasks.create_task({ title: 'hinted' })")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("s3cret"), "{text}");
+    assert!(text.contains("PGPASSWORD"), "{text}");
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("approve: "))
+        .unwrap_or_else(|| panic!("no approve line: {text}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (program, args) = words.split_first().unwrap();
+    assert!(program.ends_with("codemode"), "{line}");
+    let approved = Command::new(BIN)
+        .current_dir(dir.path())
+        .args(args.iter().map(|a| a.trim_matches('\'')))
+        .env("PGPASSWORD", "s3cret")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&approved.stdout);
+    assert!(
+        approved.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    assert!(said.contains("completed"), "{said}");
+}

@@ -236,8 +236,9 @@ impl PgTasks {
     pub async fn open(url: &str) -> Result<PgTasks, DemoError> {
         use std::str::FromStr;
         let shown = codemode_postgres::redact(url);
-        let config = tokio_postgres::Config::from_str(url)
+        let mut config = tokio_postgres::Config::from_str(url)
             .map_err(|e| DemoError(format!("{shown} is not a PostgreSQL URL: {e}")))?;
+        codemode_postgres::password_from_env(&mut config, std::env::var("PGPASSWORD").ok());
         let manager = deadpool_postgres::Manager::from_config(
             config,
             tokio_postgres::NoTls,

@@ -48,6 +48,7 @@ pub(crate) fn pool(url: &str, options: &PostgresOptions) -> Result<(Pool, String
             redact(url)
         )));
     }
+    password_from_env(&mut config, std::env::var("PGPASSWORD").ok());
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(options.connect_timeout);
     }
@@ -141,6 +142,52 @@ pub fn redact(url: &str) -> String {
     redact_pairs(url)
 }
 
+/// The URL without its password (`postgres://u:p@h/db` → `postgres://u@h/db`, a
+/// `password=` query pair dropped), or `None` when it has none: a command line a person can
+/// run as printed with the password in `PGPASSWORD`.
+pub fn without_password(url: &str) -> Option<String> {
+    let scheme_end = url.find("://")?;
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    if let Some(at) = authority.rfind('@') {
+        if let Some(colon) = authority[..at].find(':') {
+            let user_end = scheme_end + 3 + colon;
+            return Some(format!(
+                "{}{}",
+                &url[..user_end],
+                &url[scheme_end + 3 + at..]
+            ));
+        }
+    }
+    let query_at = scheme_end + 3 + rest.find('?')?;
+    let pairs: Vec<&str> = url[query_at + 1..].split('&').collect();
+    let kept: Vec<&str> = pairs
+        .iter()
+        .copied()
+        .filter(|p| !p.starts_with("password="))
+        .collect();
+    if kept.len() == pairs.len() {
+        return None;
+    }
+    let base = &url[..query_at];
+    Some(if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    })
+}
+
+/// Sets the password from `env_password` (the `PGPASSWORD` variable, as libpq and psql
+/// read it) when the URL gave none.
+pub fn password_from_env(config: &mut tokio_postgres::Config, env_password: Option<String>) {
+    if config.get_password().is_none() {
+        if let Some(p) = env_password.filter(|p| !p.is_empty()) {
+            config.password(p);
+        }
+    }
+}
+
 /// Replaces the value after every `password=` with `***`.
 fn redact_pairs(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -158,6 +205,40 @@ fn redact_pairs(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_password_is_left_out_of_a_printable_url_and_read_from_pgpassword() {
+        use super::{password_from_env, without_password};
+        let cases = [
+            (
+                "postgres://u:s3cret@h:5432/db",
+                Some("postgres://u@h:5432/db"),
+            ),
+            (
+                "postgres://u:p@h/db?sslmode=disable",
+                Some("postgres://u@h/db?sslmode=disable"),
+            ),
+            (
+                "postgres://u@h/db?password=p&sslmode=disable",
+                Some("postgres://u@h/db?sslmode=disable"),
+            ),
+            ("postgres://u@h/db?password=p", Some("postgres://u@h/db")),
+            ("postgres://u@h/db", None),
+        ];
+        for (url, printable) in cases {
+            assert_eq!(without_password(url).as_deref(), printable, "{url}");
+        }
+        let mut config: tokio_postgres::Config = "postgres://u@h/db".parse().unwrap();
+        password_from_env(&mut config, Some("from-env".into()));
+        assert_eq!(config.get_password(), Some(&b"from-env"[..]));
+        let mut config: tokio_postgres::Config = "postgres://u:url@h/db".parse().unwrap();
+        password_from_env(&mut config, Some("from-env".into()));
+        assert_eq!(
+            config.get_password(),
+            Some(&b"url"[..]),
+            "the URL's password wins"
+        );
+    }
+
     use super::redact;
 
     #[test]

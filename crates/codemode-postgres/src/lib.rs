@@ -31,7 +31,7 @@ use codemode::{
 };
 use deadpool_postgres::{Client, Pool};
 
-pub use connect::{redact, PostgresOptions};
+pub use connect::{password_from_env, redact, without_password, PostgresOptions};
 pub use schema::SCHEMA_VERSION;
 pub use scratch::{ScratchDatabase, DEFAULT_TEST_URL};
 
