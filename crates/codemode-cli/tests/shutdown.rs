@@ -12,13 +12,30 @@ fn busy(ms: u64) -> String {
     format!("const t = Date.now(); while (Date.now() - t < {ms}) {{}} return 'done';")
 }
 
+/// Waits until the server reports a running execution (the pass under test has begun).
+fn until_running(base: &str) {
+    let mut c = common::KeepAlive::open(base);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = c.get("/api/executions");
+        if list
+            .as_array()
+            .is_some_and(|l| l.iter().any(|e| e["status"] == "running"))
+        {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no run began: {list}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn an_in_flight_pass_finishes_before_the_server_exits() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
     let mut c = common::KeepAlive::open(&server.base);
     let run = std::thread::spawn(move || c.run(&busy(1_500)));
-    std::thread::sleep(Duration::from_millis(400));
+    until_running(&server.base);
     server.signal("TERM");
     let outcome = run.join().unwrap();
     assert_eq!(outcome["status"], "completed", "{outcome}");
@@ -90,7 +107,7 @@ fn a_second_signal_exits_at_once_and_leaves_the_execution_running() {
     let mut c = common::KeepAlive::open(&server.base);
     let runaway =
         std::thread::spawn(move || c.post("/api/run", &json!({"code": "while (true) {}"})));
-    std::thread::sleep(Duration::from_millis(400));
+    until_running(&server.base);
     server.signal("INT");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
