@@ -8,8 +8,7 @@
 use codemode::{Outcome, Runtime, RustConnector, RustTool, Store};
 use codemode_postgres::{PostgresStore, ScratchDatabase};
 use proptest::prelude::*;
-use proptest::strategy::ValueTree;
-use proptest::test_runner::TestRunner;
+use proptest::test_runner::{FileFailurePersistence, TestRunner};
 use serde_json::{json, Map, Number, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -55,18 +54,16 @@ fn value() -> impl Strategy<Value = Value> {
     })
 }
 
-/// `n` values drawn from the strategy.
-fn values(n: u32) -> Vec<Value> {
-    let mut runner = TestRunner::deterministic();
-    let strategy = value();
-    (0..n)
-        .map(|_| strategy.new_tree(&mut runner).unwrap().current())
-        .collect()
-}
-
 const CODE: &str = "async () => { const v = await probe.give({}); await probe.gate({}); return v }";
 
-async fn round_trips(store: Arc<dyn Store>, values: Vec<Value>) {
+/// A runtime whose `probe.give` answers what the slot holds, counting the times it is asked.
+struct Rig {
+    rt: Runtime,
+    slot: Arc<Mutex<Value>>,
+    asked: Arc<AtomicUsize>,
+}
+
+fn rig(store: Arc<dyn Store>) -> Rig {
     let slot = Arc::new(Mutex::new(Value::Null));
     let asked = Arc::new(AtomicUsize::new(0));
     let (given, count) = (slot.clone(), asked.clone());
@@ -88,48 +85,82 @@ async fn round_trips(store: Arc<dyn Store>, values: Vec<Value>) {
         .max_executions(10)
         .build()
         .unwrap();
-    for (i, v) in values.into_iter().enumerate() {
-        *slot.lock().unwrap() = v.clone();
-        let paused = rt.call(CODE).await.unwrap();
-        assert!(
-            matches!(paused, Outcome::Paused { .. }),
-            "case {i}: {paused:?}"
-        );
-        // Were the connector asked again, it would answer this.
-        *slot.lock().unwrap() = json!("asked again");
-        let done = rt.approve(paused.execution_id()).await.unwrap();
-        let Outcome::Completed { result, .. } = done else {
-            panic!("case {i}: {done:?}")
-        };
-        // Equal as JavaScript sees it: doubles exactly equal (`1.0` is `1`), keys in any order
-        // (integer-like keys come first in JavaScript objects).
-        assert!(
-            codemode::value::canonical_eq(&result, &v),
-            "case {i}: the value came back changed:\n{result}\n{v}"
-        );
-        assert_eq!(
-            asked.load(Ordering::SeqCst),
-            i + 1,
-            "case {i}: replayed, not asked"
-        );
+    Rig { rt, slot, asked }
+}
+
+/// One value through a live call, a pause, and the replayed pass.
+async fn round_trip(rig: &Rig, v: &Value) -> Result<(), TestCaseError> {
+    *rig.slot.lock().unwrap() = v.clone();
+    let before = rig.asked.load(Ordering::SeqCst);
+    let paused = rig.rt.call(CODE).await.unwrap();
+    prop_assert!(matches!(paused, Outcome::Paused { .. }), "{paused:?}");
+    // Were the connector asked again, it would answer this.
+    *rig.slot.lock().unwrap() = json!("asked again");
+    let done = rig.rt.approve(paused.execution_id()).await.unwrap();
+    let Outcome::Completed { result, .. } = done else {
+        return Err(TestCaseError::fail(format!("{done:?}")));
+    };
+    // Equal as JavaScript sees it: doubles exactly equal (`1.0` is `1`), keys in any order
+    // (integer-like keys come first in JavaScript objects).
+    prop_assert!(
+        codemode::value::canonical_eq(&result, v),
+        "the value came back changed:\n{result}\n{v}"
+    );
+    prop_assert_eq!(
+        rig.asked.load(Ordering::SeqCst),
+        before + 1,
+        "replayed, not asked"
+    );
+    Ok(())
+}
+
+/// Runs the property on `rig`, shrinking a failure and keeping it in
+/// `tests/values_through_the_log.proptest-regressions` to be tried first next time.
+fn check(tokio: &tokio::runtime::Runtime, rig: &Rig) {
+    let config = ProptestConfig {
+        cases: cases(2000),
+        source_file: Some(file!()),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    };
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&value(), |v| tokio.block_on(round_trip(rig, &v)));
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn values_come_back_unchanged_through_a_sqlite_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(codemode_sqlite::SqliteStore::open(dir.path().join("v.db")).unwrap());
-    round_trips(store, values(cases(200))).await;
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn values_come_back_unchanged_through_a_postgres_log() {
-    let Some(db) = ScratchDatabase::for_tests("values_through_the_log")
-        .await
+#[test]
+fn values_come_back_unchanged_through_a_sqlite_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(codemode_sqlite::SqliteStore::open(dir.path().join("v.db")).unwrap());
+    let tokio = tokio();
+    let rig = tokio.block_on(async { rig(store) });
+    check(&tokio, &rig);
+}
+
+#[test]
+fn values_come_back_unchanged_through_a_postgres_log() {
+    let tokio = tokio();
+    let Some(db) = tokio
+        .block_on(ScratchDatabase::for_tests("values_through_the_log"))
         .expect("the PostgreSQL test server")
     else {
         return;
     };
-    let store = Arc::new(PostgresStore::connect(db.url()).await.expect("connect"));
-    round_trips(store, values(cases(100))).await;
+    let store = tokio.block_on(async { PostgresStore::connect(db.url()).await.expect("connect") });
+    let rig = tokio.block_on(async { rig(Arc::new(store)) });
+    check(&tokio, &rig);
+    drop(rig);
+    tokio.block_on(async move { drop(db) });
 }

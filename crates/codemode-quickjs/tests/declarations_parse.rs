@@ -141,7 +141,7 @@ fn parse_errors(text: &str) -> Vec<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(500)))]
+    #![proptest_config(ProptestConfig::with_cases(cases(2000)))]
 
     #[test]
     fn declarations_from_any_schema_parse(schema in schema(), method in name()) {

@@ -98,7 +98,7 @@ fn check(text: &str) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases(300)))]
+    #![proptest_config(ProptestConfig::with_cases(cases(2000)))]
 
     #[test]
     fn a_mutated_example_loads_or_names_the_file(edits in prop::collection::vec(edit(), 1..6)) {
