@@ -124,7 +124,8 @@ pub struct End {
     pub pass_ends: Option<Vec<String>>,
     /// `dispose_execution` statuses in order.
     pub disposals: Option<Vec<String>>,
-    /// Idempotency keys per real run, as `method@seq` (the execution id is checked to match).
+    /// Idempotency keys of the real runs, as `method@seq`, in any order (calls a batch runs
+    /// at once reach the connector in any order; the execution id is checked to match).
     pub key_seqs: Option<Vec<String>>,
     /// Status per labelled execution, or `deleted`.
     #[serde(default)]
@@ -603,7 +604,7 @@ async fn check_end(
         Some(&record.disposals),
     )?;
     if let Some(want) = &end.key_seqs {
-        let got: Vec<String> = record
+        let mut got: Vec<String> = record
             .keys
             .iter()
             .map(|k| {
@@ -612,7 +613,10 @@ async fn check_end(
                 format!("{method}@{seq}")
             })
             .collect();
-        same(at, "key_seqs", Some(want), Some(&got))?;
+        let mut want = want.clone();
+        want.sort();
+        got.sort();
+        same(at, "key_seqs", Some(&want), Some(&got))?;
     }
     for (label, want) in &end.executions {
         let id = labels
