@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rquickjs::{Ctx, FromJs, Function};
 
 use crate::error::NormalizeError;
-use crate::ffi::{self, Bytecode};
+use crate::ffi::{self, Bytecode, SourceText};
 use crate::normalize::{normalize, Normalized};
 
 /// How many pieces of code the cache keeps (the least recently used goes first).
@@ -43,7 +43,8 @@ impl Prepared {
         let value = match self.bytecode.get() {
             Some(bytecode) => ffi::run_bytecode(ctx, bytecode)?,
             None => {
-                let mut compiled = ffi::compile(ctx, &self.normalized.source, file)?;
+                let mut compiled =
+                    ffi::compile(ctx, &self.normalized.source, file, SourceText::Kept)?;
                 if let Some(bytecode) = compiled.bytecode.take() {
                     let _ = self.bytecode.set(bytecode);
                 }

@@ -25,13 +25,24 @@ pub(crate) struct Compiled<'js> {
     pub bytecode: Option<Bytecode>,
 }
 
-/// Compiles `source` as a strict global script named `file`, without running it. The source
-/// may hold NUL characters (QuickJS is given its length). On `Err` the exception is pending
-/// in `ctx`.
+/// Whether bytecode keeps the source text of its functions (what `Function.prototype.toString`
+/// shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SourceText {
+    /// Kept: the model's own functions print as written.
+    Kept,
+    /// Left out: smaller bytecode, faster to load; the functions print as native ones do.
+    Dropped,
+}
+
+/// Compiles `source` as a strict global script named `file`, without running it; its bytecode
+/// keeps or drops the source text as `kept` says. The source may hold NUL characters (QuickJS
+/// is given its length). On `Err` the exception is pending in `ctx`.
 pub(crate) fn compile<'js>(
     ctx: &Ctx<'js>,
     source: &str,
     file: &str,
+    kept: SourceText,
 ) -> rquickjs::Result<Compiled<'js>> {
     let raw = ctx.as_raw().as_ptr();
     let mut text = Vec::with_capacity(source.len() + 1);
@@ -58,15 +69,14 @@ pub(crate) fn compile<'js>(
         Value::from_raw(ctx.clone(), function)
     };
     let mut len: qjs::size_t = 0;
+    let write_flags = match kept {
+        SourceText::Kept => qjs::JS_WRITE_OBJ_BYTECODE,
+        SourceText::Dropped => qjs::JS_WRITE_OBJ_BYTECODE | qjs::JS_WRITE_OBJ_STRIP_SOURCE,
+    };
     // SAFETY: `function` is a live value of this context; a non-null buffer of `len` bytes
     // is ours to copy, then free with `js_free`.
     let bytecode = unsafe {
-        let buffer = qjs::JS_WriteObject(
-            raw,
-            &mut len,
-            function.as_raw(),
-            qjs::JS_WRITE_OBJ_BYTECODE as i32,
-        );
+        let buffer = qjs::JS_WriteObject(raw, &mut len, function.as_raw(), write_flags as i32);
         if buffer.is_null() {
             // The failed write's exception must not surface later.
             qjs::JS_FreeValue(raw, qjs::JS_GetException(raw));

@@ -7,7 +7,7 @@ use codemode::{Namespace, SDK_NAMESPACE};
 use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, FromJs, Function, Object, Runtime, TypedArray, Value};
 
-use crate::ffi::{self, Bytecode, CountingAllocator};
+use crate::ffi::{self, Bytecode, CountingAllocator, SourceText};
 use crate::memory::MemoryGauge;
 use crate::options::QuickJsOptions;
 use crate::values::{decode_bytes, encode_bytes};
@@ -145,13 +145,15 @@ fn glue_bytecode() -> Option<&'static Bytecode> {
 fn compile_glue() -> Option<Bytecode> {
     let runtime = Runtime::new().ok()?;
     let context = Context::full(&runtime).ok()?;
-    context.with(|ctx| match ffi::compile(&ctx, GLUE, GLUE_FILE) {
-        Ok(compiled) => compiled.bytecode,
-        Err(_) => {
-            let _ = ctx.catch();
-            None
-        }
-    })
+    context.with(
+        |ctx| match ffi::compile(&ctx, GLUE, GLUE_FILE, SourceText::Dropped) {
+            Ok(compiled) => compiled.bytecode,
+            Err(_) => {
+                let _ = ctx.catch();
+                None
+            }
+        },
+    )
 }
 
 /// Runs the compiled glue script in `ctx`; its value is the glue function.
