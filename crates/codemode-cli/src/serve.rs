@@ -3,6 +3,7 @@
 use crate::app::{self, CommonArgs, Settings};
 use anyhow::{bail, Context, Result};
 use codemode_mcp::{McpConfig, McpTransport};
+use codemode_server::admission::{AdmissionOptions, DEFAULT_MAX_QUEUED, DEFAULT_MAX_RUNNING};
 use codemode_server::auth::Tokens;
 use codemode_server::listen::ListenOptions;
 use codemode_server::ServerOptions;
@@ -128,6 +129,10 @@ async fn serve_with(
         tool: settings.config.tool.options(),
         workspace: app.workspace.clone(),
         result_budget,
+        admission: AdmissionOptions {
+            max_running: limits.max_running.unwrap_or(DEFAULT_MAX_RUNNING),
+            max_queued: limits.max_queued.unwrap_or(DEFAULT_MAX_QUEUED),
+        },
     };
     let defaults = ListenOptions::default();
     let listen_options = ListenOptions {

@@ -12,6 +12,7 @@
 //! ```
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+pub mod admission;
 pub mod api;
 pub mod audit;
 pub mod auth;

@@ -39,6 +39,9 @@ pub struct ServerOptions {
     pub workspace: Option<codemode_workspace::Workspace>,
     /// The budget an MCP tool call's outcome is cut to (`limits.max_result_tokens`).
     pub result_budget: codemode::TruncateOptions,
+    /// Passes running at once and requests waiting for one (`limits.max_running`,
+    /// `limits.max_queued`).
+    pub admission: crate::admission::AdmissionOptions,
 }
 
 impl Default for ServerOptions {
@@ -58,6 +61,7 @@ impl Default for ServerOptions {
             tool: codemode::runtime::ToolOptions::default(),
             workspace: None,
             result_budget: codemode::TruncateOptions::default(),
+            admission: crate::admission::AdmissionOptions::default(),
         }
     }
 }
@@ -68,6 +72,8 @@ pub struct ServerState {
     pub runtime: Arc<Runtime>,
     /// The options the server was mounted with.
     pub options: ServerOptions,
+    /// The places for running passes (from `options.admission`).
+    pub admission: crate::admission::Admission,
 }
 
 /// The shared state as handlers receive it.
@@ -86,6 +92,11 @@ impl ServerState {
 impl ServerState {
     /// State over `runtime` with `options`.
     pub fn new(runtime: Arc<Runtime>, options: ServerOptions) -> SharedState {
-        Arc::new(ServerState { runtime, options })
+        let admission = crate::admission::Admission::new(options.admission);
+        Arc::new(ServerState {
+            runtime,
+            options,
+            admission,
+        })
     }
 }

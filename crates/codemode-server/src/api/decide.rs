@@ -1,6 +1,7 @@
 //! Run with a wait, approve with edited arguments or a standing scope, and cancel.
 
 use super::{to_json, ApiError, ApiResult, Body};
+use crate::admission::RunError;
 use crate::auth::{caller, Principal};
 use crate::state::SharedState;
 use crate::wait::{self, Waited};
@@ -36,14 +37,18 @@ pub async fn run(
     Query(q): Query<RunQuery>,
     by: Option<Extension<Principal>>,
     Body(b): Body<RunBody>,
-) -> ApiResult {
-    let outcome = s.runtime.call(&b.code).await?;
+) -> Result<Json<Value>, RunError> {
+    let runtime = s.runtime.clone();
+    let outcome = s
+        .admission
+        .run(async move { runtime.call(&b.code).await })
+        .await??;
     let limit = Duration::from_millis(q.wait_ms.unwrap_or(0)).min(s.options.wait);
     let Outcome::Paused { execution_id, .. } = &outcome else {
-        return to_json(outcome);
+        return Ok(to_json(outcome)?);
     };
     if limit.is_zero() {
-        return to_json(outcome);
+        return Ok(to_json(outcome)?);
     }
     let by = caller(by).name.into();
     // The caller going away drops this future; nothing is cancelled on its behalf.
@@ -75,7 +80,7 @@ pub async fn approve(
     Path(id): Path<String>,
     by: Option<Extension<Principal>>,
     body: Bytes,
-) -> ApiResult {
+) -> Result<Json<Value>, RunError> {
     let b: ApproveBody = if body.iter().all(u8::is_ascii_whitespace) {
         ApproveBody::default()
     } else {
@@ -92,7 +97,12 @@ pub async fn approve(
     approval.args = b.args;
     approval.seqs = b.seqs;
     tracing::info!(execution = %id, by = %by, scope = ?approval.scope, edited = approval.args.is_some(), "approve");
-    to_json(s.runtime.approve_with(&id, approval).await?)
+    let runtime = s.runtime.clone();
+    let outcome = s
+        .admission
+        .run(async move { runtime.approve_with(&id, approval).await })
+        .await??;
+    Ok(to_json(outcome)?)
 }
 
 /// `POST /api/executions/{id}/cancel`: stops a running execution (409 when it is not running).

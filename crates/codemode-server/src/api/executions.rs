@@ -2,6 +2,7 @@
 //! prune and expire.
 
 use super::{to_json, ApiError, ApiResult, Body};
+use crate::admission::RunError;
 use crate::auth::{caller, Principal};
 use crate::decisions;
 use crate::state::SharedState;
@@ -132,13 +133,22 @@ async fn rollback(
 
 /// `POST /api/executions/{id}/resume`: takes over a run whose node stopped; 409 while its
 /// lease is live (saying how long to wait) or when it is not running.
-async fn resume(State(s): State<SharedState>, Path(id): Path<String>) -> ApiResult {
-    match decisions::resume(&s.runtime, &id).await {
-        Ok(outcome) => to_json(outcome),
+async fn resume(
+    State(s): State<SharedState>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, RunError> {
+    let runtime = s.runtime.clone();
+    let resumed = s
+        .admission
+        .run(async move { decisions::resume(&runtime, &id).await })
+        .await?;
+    match resumed {
+        Ok(outcome) => Ok(to_json(outcome)?),
         Err(e) => Err(match decisions::lease_refusal(&s.runtime, &e) {
             Some(message) => ApiError::new(StatusCode::CONFLICT, message),
             None => e.into(),
-        }),
+        }
+        .into()),
     }
 }
 

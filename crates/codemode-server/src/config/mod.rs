@@ -96,6 +96,11 @@ pub struct Limits {
     pub header_timeout_ms: Option<u64>,
     /// Open HTTP connections served at once; more are answered 503 and closed (default 512).
     pub max_connections: Option<usize>,
+    /// Passes (runs, approvals, resumes) running at once (default 64); more wait in line.
+    pub max_running: Option<usize>,
+    /// Requests waiting in line for a pass to end (default 256); more are answered 503 with
+    /// `Retry-After`, and nothing of them runs.
+    pub max_queued: Option<usize>,
     /// Calls of one connector in flight at once in one execution (default 8); a connector's
     /// own `max_in_flight` overrides it.
     pub max_in_flight: Option<usize>,
@@ -183,7 +188,7 @@ impl Config {
         Ok(config)
     }
 
-    /// Refuses call caps and call timeouts of 0, naming the key.
+    /// Refuses call caps, call timeouts and run places of 0, naming the key.
     fn check_bounds(&self) -> Result<(), String> {
         let zero = |key: String, what: &str| {
             Err(format!(
@@ -196,6 +201,9 @@ impl Config {
         }
         if self.limits.max_in_flight_per_execution == Some(0) {
             return zero("limits.max_in_flight_per_execution".into(), no_call);
+        }
+        if self.limits.max_running == Some(0) {
+            return zero("limits.max_running".into(), "let no run start");
         }
         for (name, c) in &self.connectors {
             if c.max_in_flight() == Some(0) {
