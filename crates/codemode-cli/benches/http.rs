@@ -5,12 +5,20 @@
 //! no async runtime), so the figures are the server's latency plus one loopback round trip.
 //! The cases are interleaved, one sample of each per round.
 //!
+//! Every case is measured quiet and loaded: rounds alternate in blocks between a quiet
+//! machine and one where a busy loop runs on every core at normal priority (the first rounds
+//! of each block are not counted, so each block measures its steady state). The loaded column
+//! is printed beside the quiet one, with their ratio.
+//!
+//! `CODEMODE_BENCH_N` sets the samples per case and mode (default 300).
 //! `CODEMODE_BENCH_BASELINE=/path/to/an/older/codemode` also starts that build and takes every
-//! sample from both servers in the same round (alternating which goes first), so the two
-//! columns share the machine's state at every moment; the last column is new / baseline.
+//! sample from both servers in the same round (alternating which goes first), so the
+//! columns share the machine's state at every moment; the last columns are new / baseline.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "load/mod.rs"]
+mod load;
 
 use common::KeepAlive;
 use serde_json::json;
@@ -25,22 +33,25 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
 
-/// One measured case: a name and what one sample does.
+/// One measured case: its name and its samples, quiet and loaded.
 struct Case {
     name: &'static str,
-    times: Vec<Duration>,
+    quiet: Vec<Duration>,
+    loaded: Vec<Duration>,
 }
 
 impl Case {
     fn new(name: &'static str) -> Self {
         Case {
             name,
-            times: Vec::new(),
+            quiet: Vec::new(),
+            loaded: Vec::new(),
         }
     }
 
-    fn print(&self) {
-        println!("  {:<44} {}", self.name, ms(median(self.times.clone())));
+    /// The quiet and loaded medians.
+    fn medians(&self) -> (Duration, Duration) {
+        (median(self.quiet.clone()), median(self.loaded.clone()))
     }
 }
 
@@ -62,7 +73,6 @@ fn pause_then_approve(c: &mut KeepAlive, code: &str) -> (Duration, Duration) {
 
 /// One server under measurement, its client and its samples.
 struct Subject {
-    label: String,
     _server: common::Server,
     client: KeepAlive,
     cases: Vec<Case>,
@@ -81,7 +91,7 @@ const RUNS: [(&str, &str); 3] = [
 ];
 
 impl Subject {
-    fn start(label: &str, bin: &str, dir: &std::path::Path) -> Subject {
+    fn start(bin: &str, dir: &std::path::Path) -> Subject {
         let store = format!("sqlite:{}", dir.join("codemode.db").display());
         let server = common::serve_bin_on(bin, dir, &store, &["--listen", "127.0.0.1:0"], &[]);
         let client = KeepAlive::open(&server.base);
@@ -94,15 +104,14 @@ impl Subject {
             Case::new("  the same with new code each time"),
         ]);
         Subject {
-            label: label.to_string(),
             _server: server,
             client,
             cases,
         }
     }
 
-    /// Takes one sample of every case.
-    fn round(&mut self, round: usize, counted: bool) {
+    /// Takes one sample of every case; `counted` says under which load it is kept, if at all.
+    fn round(&mut self, round: usize, counted: Option<Load>) {
         let c = &mut self.client;
         let mut times = Vec::new();
         let t = Instant::now();
@@ -130,58 +139,106 @@ impl Subject {
             approved,
             novel_paused + novel_approved,
         ]);
-        if counted {
-            for (case, time) in self.cases.iter_mut().zip(times) {
-                case.times.push(time);
+        for (case, time) in self.cases.iter_mut().zip(times) {
+            match counted {
+                Some(Load::Quiet) => case.quiet.push(time),
+                Some(Load::Loaded) => case.loaded.push(time),
+                None => {}
             }
         }
     }
 }
 
+/// The machine's state during a round.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Load {
+    /// Nothing else runs.
+    Quiet,
+    /// A busy loop runs on every core at normal priority.
+    Loaded,
+}
+
+/// Rounds in a row under one load.
+const BLOCK: usize = 25;
+/// Rounds at the start of each block that are not counted.
+const SETTLE: usize = 5;
+
 fn main() {
-    let iterations: usize = std::env::var("CODEMODE_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+    let iterations: usize = load::env_number("CODEMODE_BENCH_N", 300);
     let dir = tempfile::tempdir().unwrap();
     let mine = dir.path().join("this");
     std::fs::create_dir_all(&mine).unwrap();
-    let mut subjects = vec![Subject::start("this build", common::BIN, &mine)];
+    let mut subjects = vec![Subject::start(common::BIN, &mine)];
     if let Ok(baseline) = std::env::var("CODEMODE_BENCH_BASELINE") {
         let theirs = dir.path().join("baseline");
         std::fs::create_dir_all(&theirs).unwrap();
-        subjects.push(Subject::start("baseline", &baseline, &theirs));
+        subjects.push(Subject::start(&baseline, &theirs));
     }
 
     // Every round takes one sample of every case (of every server), so a change in the
-    // machine's speed during the run reaches all of them alike. The first rounds warm up.
-    for round in 0..iterations + 10 {
-        let counted = round >= 10;
-        let n = subjects.len();
-        for k in 0..n {
-            subjects[(round + k) % n].round(round, counted);
+    // machine's speed during the run reaches all of them alike. Blocks of rounds alternate
+    // between quiet and loaded until both have `iterations` samples per case.
+    let per_block = BLOCK - SETTLE;
+    let blocks = 2 * iterations.div_ceil(per_block);
+    let mut round = 0;
+    for block in 0..blocks {
+        let load = if block % 2 == 0 {
+            Load::Quiet
+        } else {
+            Load::Loaded
+        };
+        let _hog = (load == Load::Loaded).then(load::Hog::start);
+        for in_block in 0..BLOCK {
+            let counted = (in_block >= SETTLE).then_some(load);
+            let n = subjects.len();
+            for k in 0..n {
+                subjects[(round + k) % n].round(round, counted);
+            }
+            round += 1;
         }
     }
 
-    println!("codemode over HTTP (keep-alive, loopback), median of {iterations}:");
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    println!(
+        "codemode over HTTP (keep-alive, loopback), median of {} per case; loaded: {cores} busy loops at normal priority:",
+        blocks / 2 * per_block
+    );
     if subjects.len() == 1 {
+        println!(
+            "  {:<44} {:>10} {:>10} {:>7}",
+            "", "quiet", "loaded", "ratio"
+        );
         for case in &subjects[0].cases {
-            case.print();
+            let (quiet, loaded) = case.medians();
+            println!(
+                "  {:<44} {:>10} {:>10} {:>7.2}",
+                case.name,
+                ms(quiet),
+                ms(loaded),
+                loaded.as_secs_f64() / quiet.as_secs_f64()
+            );
         }
         return;
     }
     println!(
-        "  {:<44} {:>10} {:>10} {:>7}",
-        "", subjects[0].label, subjects[1].label, "ratio"
+        "  {:<44} {:>10} {:>10} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9}",
+        "", "quiet", "loaded", "ratio", "base quiet", "loaded", "ratio", "new/base", "loaded"
     );
     for (new, old) in subjects[0].cases.iter().zip(&subjects[1].cases) {
-        let (a, b) = (median(new.times.clone()), median(old.times.clone()));
+        let (nq, nl) = new.medians();
+        let (oq, ol) = old.medians();
+        let r = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
         println!(
-            "  {:<44} {:>10} {:>10} {:>7.2}",
+            "  {:<44} {:>10} {:>10} {:>7.2} {:>10} {:>10} {:>7.2} {:>9.2} {:>9.2}",
             new.name,
-            ms(a),
-            ms(b),
-            a.as_secs_f64() / b.as_secs_f64()
+            ms(nq),
+            ms(nl),
+            r(nl, nq),
+            ms(oq),
+            ms(ol),
+            r(ol, oq),
+            r(nq, oq),
+            r(nl, ol)
         );
     }
 }
