@@ -55,7 +55,7 @@ async fn wait_returns_when_another_task_approves() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn subscribers_see_calls_start_and_end_in_order_then_the_status() {
+async fn subscribers_see_calls_and_console_lines_as_they_happen_then_the_status() {
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(open(&dir), &Probe::default());
     let mut events = rt.subscribe();
@@ -99,9 +99,9 @@ async fn subscribers_see_calls_start_and_end_in_order_then_the_status() {
             "status running",
             "start write#0",
             "end write#0 true",
+            "console between",
             "start read#1",
             "end read#1 true",
-            "console between",
             "status completed",
         ]
     );
@@ -174,4 +174,55 @@ async fn a_cancel_from_another_node_stops_the_pass_at_its_next_commit() {
     assert!(error.contains("cancelled by bob"), "{error}");
     let after = runner.execution(&id).await.unwrap().unwrap();
     assert_eq!(after.status, ExecutionStatus::Cancelled);
+}
+
+/// A cancel stops a pass that runs JavaScript without ever calling the host: the sandbox
+/// polls the pass's stop flag at instruction boundaries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_stops_a_pure_javascript_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = Probe::default();
+    let rt = runtime(open(&dir), &probe);
+    let mut events = rt.subscribe();
+    let call = {
+        let rt = rt.clone();
+        tokio::spawn(async move {
+            rt.call("async () => { await probe.write({ value: 1 }); console.log('looping'); for (;;) {} }")
+                .await
+        })
+    };
+    // The console line arrives while the pass still runs: the loop has begun.
+    let id = tokio::time::timeout(DEADLINE, async {
+        loop {
+            if let Ok(RuntimeEvent::Console { execution_id, line }) = events.recv().await {
+                assert_eq!(line, "looping");
+                return execution_id;
+            }
+        }
+    })
+    .await
+    .expect("no console line while the pass ran");
+    let asked = std::time::Instant::now();
+    let cancelled = rt.cancel(&id, Actor::new("carol")).await.unwrap();
+    assert_eq!(cancelled.status, ExecutionStatus::Cancelled);
+    let outcome = tokio::time::timeout(DEADLINE, call)
+        .await
+        .expect("the loop did not stop")
+        .unwrap()
+        .unwrap();
+    // Well before the 30 s wall-time limit would have ended it.
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        asked.elapsed()
+    );
+    let Outcome::Error { error, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(error.contains("cancelled by carol"), "{error}");
+    let after = rt.execution(&id).await.unwrap().unwrap();
+    assert_eq!(after.status, ExecutionStatus::Cancelled);
+    // What it applied stays in the log, for a rollback.
+    assert_eq!(after.log.len(), 1);
+    assert_eq!(probe.record().runs.get("write"), Some(&1));
 }

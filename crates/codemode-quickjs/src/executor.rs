@@ -76,7 +76,10 @@ fn caller_thread_fits(handle: Option<&Handle>, options: &QuickJsOptions) -> bool
 #[async_trait]
 impl Executor for QuickJsExecutor {
     async fn execute(&self, request: ExecuteRequest, host: Arc<dyn Host>) -> ExecuteResult {
-        let cancel = Arc::new(AtomicBool::new(false));
+        // The host's own stop flag (a cancel) stops the pass as dropping the call does.
+        let cancel = host
+            .stop_flag()
+            .unwrap_or_else(|| Arc::new(AtomicBool::new(false)));
         let mut guard = CancelOnDrop {
             flag: cancel.clone(),
             armed: true,

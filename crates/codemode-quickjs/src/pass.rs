@@ -170,6 +170,7 @@ impl<'js> PassState<'js> {
         let used = self.log_bytes.get();
         if used + line.len() <= self.max_console_bytes {
             self.log_bytes.set(used + line.len());
+            self.host.console(&line);
             self.logs.borrow_mut().push(line);
             return Ok(());
         }
@@ -179,12 +180,15 @@ impl<'js> PassState<'js> {
         }
         let mut logs = self.logs.borrow_mut();
         if room > 0 {
+            self.host.console(&line[..room]);
             logs.push(line[..room].to_string());
         }
-        logs.push(format!(
+        let note = format!(
             "[console output truncated: more than {} bytes]",
             self.max_console_bytes
-        ));
+        );
+        self.host.console(&note);
+        logs.push(note);
         self.log_bytes.set(self.max_console_bytes);
         self.stop.set(Stop::Console);
         Err(throw_uncatchable(&ctx, "console output limit"))

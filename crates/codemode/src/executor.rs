@@ -7,6 +7,7 @@
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use serde_json::Value;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// The namespace of the platform SDK (`codemode.search`, `describe`, `step`, `run`).
@@ -100,6 +101,16 @@ pub trait Host: Send + Sync {
         Self: 'static,
     {
         Box::pin(async move { self.call(call).await })
+    }
+
+    /// Takes one console line as the code writes it (the executor still returns every line
+    /// in [`ExecuteResult::logs`]); it must be quick and must not block.
+    fn console(&self, _line: &str) {}
+
+    /// A flag the host sets to stop the pass at its next instruction boundary (a cancel), or
+    /// `None` if this host never stops a pass that way.
+    fn stop_flag(&self) -> Option<Arc<AtomicBool>> {
+        None
     }
 }
 

@@ -23,6 +23,7 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
@@ -100,12 +101,6 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
         (cursor.take_dirty_final(), stop, paused)
     };
     let logs = result.logs;
-    for line in &logs {
-        runtime.publish(RuntimeEvent::Console {
-            execution_id: id.clone(),
-            line: line.clone(),
-        });
-    }
     let now = now_ms();
     let (transition, outcome) = match (stop, result.end) {
         (Some(Stop::Cancel(decision)), _) => {
@@ -283,6 +278,17 @@ impl Host for PassHost {
     fn call_shared(self: Arc<Self>, call: HostCall) -> BoxFuture<'static, HostReply> {
         let open = self.open();
         Box::pin(async move { self.answer(call, open).await })
+    }
+
+    fn console(&self, line: &str) {
+        self.runtime.publish(RuntimeEvent::Console {
+            execution_id: self.execution_id.clone(),
+            line: line.to_string(),
+        });
+    }
+
+    fn stop_flag(&self) -> Option<Arc<AtomicBool>> {
+        Some(self.signal.stop_flag())
     }
 }
 

@@ -7,6 +7,7 @@ use crate::model::{Decision, Execution, PendingAction};
 use crate::status::ExecutionStatus;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
@@ -82,7 +83,7 @@ pub enum RuntimeEvent {
         /// Whether it returned a result (false: it failed).
         ok: bool,
     },
-    /// A console line of a pass (published when the pass ends).
+    /// A console line of a pass, as the code writes it.
     #[serde(rename_all = "camelCase")]
     Console {
         /// The execution.
@@ -111,12 +112,19 @@ pub(crate) struct PassSignal {
     cancel: watch::Sender<Option<Decision>>,
     /// Set once the pass has made its last commit.
     ended: watch::Sender<bool>,
+    /// Set with the cancel, for the sandbox to stop at its next instruction boundary.
+    stop: Arc<AtomicBool>,
 }
 
 impl PassSignal {
     /// The cancel decision, if the execution was cancelled.
     pub fn cancelled(&self) -> Option<Decision> {
         self.cancel.borrow().clone()
+    }
+
+    /// The flag the sandbox polls: set once the execution is cancelled.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
     }
 
     /// Resolves once the execution is cancelled.
@@ -140,6 +148,7 @@ impl Passes {
         let signal = Arc::new(PassSignal {
             cancel: watch::channel(None).0,
             ended: watch::channel(false).0,
+            stop: Arc::new(AtomicBool::new(false)),
         });
         self.lock().insert(id.to_string(), signal.clone());
         PassGuard {
@@ -188,6 +197,8 @@ pub(super) async fn cancel_pass(signal: &PassSignal, decision: Decision, grace: 
             false
         }
     });
+    // After the decision is set, so a pass the flag stops sees the decision as it ends.
+    signal.stop.store(true, Ordering::Relaxed);
     let ended_in_time = tokio::time::timeout(grace, ended.wait_for(|e| *e))
         .await
         .is_ok_and(|r| r.is_ok());
