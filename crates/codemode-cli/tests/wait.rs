@@ -362,3 +362,57 @@ async fn limits_max_result_tokens_sets_the_budget_of_mcp_results() {
         "{last}"
     );
 }
+
+/// An MCP client that cancels its tool call (`notifications/cancelled`) while the code spins
+/// in a loop that calls nothing: the execution ends `cancelled` at once (not at the
+/// wall-time limit), with the call it made before kept in its log.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_client_cancel_stops_a_loop_that_calls_nothing() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), 30_000);
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let http = client();
+    let base = &server.base;
+    let code = "await tasks.list_tasks({}); for (;;) {}";
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/mcp_cancel.mjs");
+    let started = Instant::now();
+    let out = Command::new("node")
+        .arg(script)
+        .arg(&fx)
+        .arg(format!("{base}/mcp"))
+        .arg("1000")
+        .arg(code)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run node");
+    assert!(out.status.success());
+    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["aborted"], true, "{line}");
+    let until = Instant::now() + Duration::from_secs(10);
+    let execution = loop {
+        let (_, list) = get(&http, format!("{base}/api/executions")).await;
+        let e = list[0].clone();
+        if e["status"] != "running" {
+            break e;
+        }
+        assert!(Instant::now() < until, "still running: {e}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(execution["status"], "cancelled", "{execution}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let (_, e) = get(
+        &http,
+        format!(
+            "{base}/api/executions/{}",
+            execution["id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(e["log"].as_array().unwrap().len(), 1, "{e}");
+    assert_eq!(e["decisions"][0]["kind"], "cancel", "{e}");
+}

@@ -22,6 +22,7 @@ pub mod console;
 pub mod control;
 mod decisions;
 mod error;
+pub mod events;
 mod guard;
 pub mod listen;
 pub mod mcp;
@@ -59,6 +60,7 @@ pub fn router(runtime: Arc<Runtime>, options: ServerOptions) -> Router {
 pub fn routes(state: SharedState) -> Router {
     let max_body = state.options.max_body_bytes;
     let metrics = metrics::Metrics::start(&state.runtime);
+    metrics.count_event_streams(state.events.clone());
     let guarded = api::routes(max_body)
         .route("/api/whoami", get(auth::whoami))
         .route("/metrics", metrics.route())

@@ -1,6 +1,9 @@
 //! Accepting connections: a listen backlog of 1,024, a cap on open connections (past it, a
 //! JSON 503 and the connection closed), and a header timeout that also ends idle keep-alive
-//! connections (hyper starts it whenever a connection waits for a request's headers).
+//! connections (hyper starts it whenever a connection waits for a request's headers) and
+//! connections whose client takes nothing the server writes for as long ([`stall`]).
+
+mod stall;
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::Router;
@@ -27,7 +30,8 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// How connections are accepted and kept.
 #[derive(Debug, Clone, Copy)]
 pub struct ListenOptions {
-    /// Time to send a request's headers, and to sit idle between requests.
+    /// Time to send a request's headers, to sit idle between requests, and to take nothing
+    /// of what the server writes.
     pub header_timeout: Duration,
     /// Open connections served at once.
     pub max_connections: usize,
@@ -95,6 +99,7 @@ pub async fn serve(
             req.extensions_mut().insert(ConnectInfo(peer));
             router.clone().call(req)
         });
+        let stream = stall::WriteStall::new(stream, options.header_timeout);
         let conn = builder.serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {

@@ -2,7 +2,7 @@
 
 use crate::error::ServerError;
 use crate::state::SharedState;
-use codemode::Outcome;
+use codemode::{Outcome, Runtime};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, ElicitationSchema, Implementation, InitializeResult, ListToolsResult,
@@ -52,9 +52,19 @@ impl CodemodeMcp {
         code: &str,
         peer: Option<&Peer<RoleServer>>,
     ) -> Result<CallToolResult, McpError> {
+        self.run_as(&Runtime::new_execution_id(), code, peer).await
+    }
+
+    /// [`Self::run`] as the execution `id`.
+    async fn run_as(
+        &self,
+        id: &str,
+        code: &str,
+        peer: Option<&Peer<RoleServer>>,
+    ) -> Result<CallToolResult, McpError> {
         let internal = |e: codemode::RuntimeError| McpError::internal_error(e.to_string(), None);
         let rt = &self.state.runtime;
-        let mut outcome = rt.call(code).await.map_err(internal)?;
+        let mut outcome = rt.call_with_id(id, code).await.map_err(internal)?;
         // Elicitation approves only where it is trusted (`approvals.elicitation`); otherwise a
         // pause goes back to the model, and a person decides through the API, console or CLI.
         let can_ask = self.state.options.elicitation

@@ -94,6 +94,8 @@ struct Counts {
 pub struct Metrics {
     counts: Mutex<Counts>,
     runtime: Runtime,
+    /// The event streams whose open clients are counted, once set.
+    event_streams: std::sync::OnceLock<Arc<crate::events::EventLog>>,
 }
 
 impl Metrics {
@@ -103,6 +105,7 @@ impl Metrics {
         let metrics = Arc::new(Metrics {
             counts: Mutex::new(Counts::default()),
             runtime: runtime.clone(),
+            event_streams: std::sync::OnceLock::new(),
         });
         let weak = Arc::downgrade(&metrics);
         runtime.observe(move |event| {
@@ -111,6 +114,11 @@ impl Metrics {
             }
         });
         metrics
+    }
+
+    /// Also reports how many clients follow `events`' streams.
+    pub fn count_event_streams(&self, events: Arc<crate::events::EventLog>) {
+        let _ = self.event_streams.set(events);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
@@ -147,6 +155,14 @@ impl Metrics {
                 );
             }
             Err(e) => tracing::warn!(error = %e, "metrics: cannot read the pending actions"),
+        }
+        if let Some(events) = self.event_streams.get() {
+            gauge(
+                &mut out,
+                "codemode_event_stream_clients",
+                "Clients following an event stream of this node (/api/events, /api/executions/{id}/events).",
+                events.clients() as i64,
+            );
         }
         let content_type = "text/plain; version=0.0.4; charset=utf-8";
         ([(header::CONTENT_TYPE, content_type)], out).into_response()

@@ -34,9 +34,9 @@ impl From<RuntimeError> for ApiError {
             RuntimeError::MissingConnectors { .. } | RuntimeError::NotPending { .. } => {
                 StatusCode::CONFLICT
             }
-            RuntimeError::Snippet(_) | RuntimeError::InvalidDecision { .. } => {
-                StatusCode::BAD_REQUEST
-            }
+            RuntimeError::Snippet(_)
+            | RuntimeError::InvalidDecision { .. }
+            | RuntimeError::InvalidExecutionId(_) => StatusCode::BAD_REQUEST,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let message = match &e {

@@ -74,6 +74,8 @@ pub struct ServerState {
     pub options: ServerOptions,
     /// The places for running passes (from `options.admission`).
     pub admission: crate::admission::Admission,
+    /// This node's events, numbered, for the event streams.
+    pub events: Arc<crate::events::EventLog>,
 }
 
 /// The shared state as handlers receive it.
@@ -93,7 +95,9 @@ impl ServerState {
     /// State over `runtime` with `options`.
     pub fn new(runtime: Arc<Runtime>, options: ServerOptions) -> SharedState {
         let admission = crate::admission::Admission::new(options.admission);
+        let events = crate::events::EventLog::start(&runtime);
         Arc::new(ServerState {
+            events,
             runtime,
             options,
             admission,

@@ -61,6 +61,9 @@ pub enum RuntimeError {
     /// A runtime option is invalid.
     #[error("invalid runtime configuration: {0}")]
     InvalidConfig(String),
+    /// An execution id a host chose is not one the runtime accepts.
+    #[error("{0:?} cannot be an execution id: use 1 to 128 ASCII letters, digits, '-' or '_' (Runtime::new_execution_id makes one)")]
+    InvalidExecutionId(String),
     /// A snippet cannot be saved or found.
     #[error("snippet: {0}")]
     Snippet(String),

@@ -110,8 +110,9 @@ impl CodemodeMcp {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let by = actor_of(context);
-        let watcher = CancelWatcher::start(self.state.runtime.clone(), code, &context.ct, &by);
-        let result = self.run(code, Some(&context.peer)).await;
+        let id = Runtime::new_execution_id();
+        let watcher = CancelWatcher::start(self.state.runtime.clone(), &id, &context.ct, &by);
+        let result = self.run_as(&id, code, Some(&context.peer)).await;
         drop(watcher);
         let result = result?;
         let paused = result
@@ -182,41 +183,29 @@ impl CodemodeMcp {
     }
 }
 
-/// While a tool call runs code, cancels that code's execution if the client cancels the
-/// request (`notifications/cancelled`). The execution is the newest running one with this
-/// code that started after the call did. Stops when dropped.
+/// While a tool call runs code, cancels that code's execution (`id`, chosen before it
+/// started) if the client cancels the request (`notifications/cancelled`). Stops when dropped.
 struct CancelWatcher(tokio::task::JoinHandle<()>);
 
 impl CancelWatcher {
-    fn start(rt: Arc<Runtime>, code: &str, ct: &CancellationToken, by: &Actor) -> CancelWatcher {
-        let (code, ct, by) = (code.to_string(), ct.clone(), by.clone());
-        let mut events = rt.subscribe();
+    fn start(rt: Arc<Runtime>, id: &str, ct: &CancellationToken, by: &Actor) -> CancelWatcher {
+        let (id, ct, by) = (id.to_string(), ct.clone(), by.clone());
         CancelWatcher(tokio::spawn(async move {
-            let mut started = Vec::new();
-            loop {
-                tokio::select! {
-                    event = events.recv() => match event {
-                        Ok(codemode::RuntimeEvent::StatusChanged { execution_id, status: ExecutionStatus::Running, .. }) => {
-                            if !started.contains(&execution_id) {
-                                started.push(execution_id);
-                            }
-                        }
-                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                        Err(_) => return,
-                    },
-                    _ = ct.cancelled() => break,
-                }
-            }
-            for id in started.iter().rev() {
-                let Ok(Some(e)) = rt.execution(id).await else {
-                    continue;
-                };
-                if e.code == code && e.status == ExecutionStatus::Running {
-                    tracing::info!(execution = %id, by = %by, "cancel (the client cancelled the tool call)");
-                    if let Err(err) = rt.cancel(id, by.clone()).await {
-                        tracing::warn!(error = %err, "cancel failed");
+            ct.cancelled().await;
+            // The execution may not be in the store yet when the cancel arrives at once.
+            for _ in 0..100 {
+                match rt.cancel(&id, by.clone()).await {
+                    Err(codemode::RuntimeError::UnknownExecution(_)) => {
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                     }
-                    return;
+                    Err(err) => {
+                        tracing::debug!(execution = %id, error = %err, "cancel after the client cancelled: nothing to stop");
+                        return;
+                    }
+                    Ok(_) => {
+                        tracing::info!(execution = %id, by = %by, "cancelled (the client cancelled the tool call)");
+                        return;
+                    }
                 }
             }
         }))

@@ -319,9 +319,28 @@ impl Runtime {
     /// Runs model code as a new execution. Model mistakes come back as an error outcome;
     /// only a store failure is an `Err`.
     pub async fn call(&self, code: &str) -> Result<Outcome, RuntimeError> {
+        self.call_with_id(&Runtime::new_execution_id(), code).await
+    }
+
+    /// A fresh execution id, for [`Runtime::call_with_id`].
+    pub fn new_execution_id() -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+
+    /// [`Runtime::call`] with the id the new execution gets, so the caller knows it before
+    /// the pass ends (to cancel it, or to follow its events). The id must be new: one already
+    /// in the store is a store error and nothing runs.
+    pub async fn call_with_id(&self, id: &str, code: &str) -> Result<Outcome, RuntimeError> {
+        let valid = (1..=128).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !valid {
+            return Err(RuntimeError::InvalidExecutionId(id.to_string()));
+        }
         let inner = &self.inner;
         let now = now_ms();
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = id.to_string();
         let code_len = js_len(code);
         let oversized = code_len > MAX_DURABLE_VALUE_CHARS;
         let execution = Execution {

@@ -1,0 +1,273 @@
+//! The event stream: every runtime event of this node, numbered in the order it happened, the
+//! newest [`EVENT_HISTORY`] kept for reconnects, served as server-sent events at
+//! `GET /api/events` (status changes and new pending actions of every execution) and
+//! `GET /api/executions/{id}/events` (everything about one execution: its calls as they start
+//! and end, its console lines, its status).
+//!
+//! A client that reconnects with `Last-Event-ID` gets what it missed from the history; one
+//! that missed more than the history holds gets a `reset` event (reload, then follow). A
+//! client that stops reading falls behind the bounded channel and is dropped, so it never
+//! holds more than the channel's capacity; it reconnects with its last id.
+
+use crate::api::{not_found, ApiError};
+use crate::state::SharedState;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use codemode::{Runtime, RuntimeEvent};
+use futures::stream::{self, Stream, StreamExt};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::broadcast;
+
+/// How many of the newest events are kept for clients that reconnect.
+pub const EVENT_HISTORY: usize = 4096;
+
+/// How many events a client may fall behind before it is dropped.
+pub const CLIENT_BUFFER: usize = 1024;
+
+/// How often an idle stream sends a comment, so proxies and clients see it alive.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// One numbered event.
+type Numbered = (u64, Arc<RuntimeEvent>);
+
+/// This node's events, numbered, with the newest kept.
+pub struct EventLog {
+    history: Mutex<History>,
+    live: broadcast::Sender<Numbered>,
+    clients: AtomicUsize,
+}
+
+#[derive(Default)]
+struct History {
+    /// The id the next event gets (ids start at 1).
+    next: u64,
+    kept: VecDeque<Numbered>,
+}
+
+/// Which events a stream carries.
+#[derive(Clone)]
+enum Filter {
+    /// Status changes and new pending actions of every execution.
+    Executions,
+    /// Everything about one execution.
+    Execution(String),
+}
+
+impl Filter {
+    fn wants(&self, event: &RuntimeEvent) -> bool {
+        match self {
+            Filter::Executions => matches!(
+                event,
+                RuntimeEvent::StatusChanged { .. } | RuntimeEvent::PendingCreated { .. }
+            ),
+            Filter::Execution(id) => event.execution_id() == id,
+        }
+    }
+}
+
+impl EventLog {
+    /// An event log fed by every event of `runtime` from now on.
+    pub fn start(runtime: &Runtime) -> Arc<EventLog> {
+        let log = Arc::new(EventLog {
+            history: Mutex::new(History {
+                next: 1,
+                kept: VecDeque::new(),
+            }),
+            live: broadcast::channel(CLIENT_BUFFER).0,
+            clients: AtomicUsize::new(0),
+        });
+        let feed = Arc::downgrade(&log);
+        runtime.observe(move |event| {
+            if let Some(log) = feed.upgrade() {
+                log.record(event);
+            }
+        });
+        log
+    }
+
+    fn lock(&self) -> MutexGuard<'_, History> {
+        self.history.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Numbers and keeps one event, and hands it to the streams (under the lock, so every
+    /// stream sees ids in order).
+    fn record(&self, event: &RuntimeEvent) {
+        let mut h = self.lock();
+        let numbered = (h.next, Arc::new(event.clone()));
+        h.next += 1;
+        if h.kept.len() == EVENT_HISTORY {
+            h.kept.pop_front();
+        }
+        h.kept.push_back(numbered.clone());
+        if self.live.receiver_count() > 0 {
+            let _ = self.live.send(numbered);
+        }
+    }
+
+    /// The number of streams open now.
+    pub fn clients(&self) -> usize {
+        self.clients.load(Ordering::Relaxed)
+    }
+
+    /// The id of the newest event (0: none yet).
+    pub fn last_id(&self) -> u64 {
+        self.lock().next - 1
+    }
+
+    /// The events after `after` still kept (or `None` if some were already dropped), and a
+    /// receiver of every later one.
+    fn follow(&self, after: u64) -> (Option<Vec<Numbered>>, broadcast::Receiver<Numbered>) {
+        let h = self.lock();
+        let live = self.live.subscribe();
+        let oldest = h.kept.front().map_or(h.next, |(id, _)| *id);
+        let missed = if after + 1 < oldest {
+            None
+        } else {
+            Some(
+                h.kept
+                    .iter()
+                    .filter(|(id, _)| *id > after)
+                    .cloned()
+                    .collect(),
+            )
+        };
+        (missed, live)
+    }
+
+    /// The stream of events `filter` wants after `after` (`None`: from now on).
+    fn stream(
+        self: &Arc<Self>,
+        filter: Filter,
+        after: Option<u64>,
+    ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
+        let after = after.unwrap_or_else(|| self.last_id());
+        let (missed, live) = self.follow(after);
+        let client = Client::new(self.clone());
+        let first = match missed {
+            Some(events) => events
+                .into_iter()
+                .filter(|(_, e)| filter.wants(e))
+                .map(|(id, e)| sse(id, &e))
+                .collect(),
+            None => vec![reset(after)],
+        };
+        let ready = Event::default().comment("ready");
+        let live = stream::unfold(
+            (live, filter, client),
+            |(mut live, filter, client)| async move {
+                loop {
+                    match live.recv().await {
+                        Ok((id, event)) if filter.wants(&event) => {
+                            return Some((sse(id, &event), (live, filter, client)))
+                        }
+                        Ok(_) => continue,
+                        // Fell behind (it stopped reading) or the server is going away: end
+                        // the stream; the client reconnects with its last id.
+                        Err(_) => return None,
+                    }
+                }
+            },
+        );
+        stream::iter(std::iter::once(ready).chain(first))
+            .chain(live)
+            .map(Ok)
+    }
+}
+
+/// Counts an open stream for as long as it lives.
+struct Client(Arc<EventLog>);
+
+impl Client {
+    fn new(log: Arc<EventLog>) -> Client {
+        log.clients.fetch_add(1, Ordering::Relaxed);
+        Client(log)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.0.clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The SSE form of one event: its id, its type as the event name, itself as JSON data.
+fn sse(id: u64, event: &RuntimeEvent) -> Event {
+    let name = match event {
+        RuntimeEvent::StatusChanged { .. } => "status_changed",
+        RuntimeEvent::PendingCreated { .. } => "pending_created",
+        RuntimeEvent::CallStarted { .. } => "call_started",
+        RuntimeEvent::CallEnded { .. } => "call_ended",
+        RuntimeEvent::Console { .. } => "console",
+    };
+    let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".to_string());
+    Event::default().id(id.to_string()).event(name).data(data)
+}
+
+/// Says that events after `after` were dropped before this client came back for them.
+fn reset(after: u64) -> Event {
+    Event::default().event("reset").data(
+        serde_json::json!({
+            "after": after,
+            "error": format!("events after {after} are no longer kept (the server keeps the newest {EVENT_HISTORY}); reload the state, then follow from here"),
+        })
+        .to_string(),
+    )
+}
+
+/// The `Last-Event-ID` a reconnecting client sends; a value that is not a number is a 400.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get("last-event-id") else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("Last-Event-ID must be the id of an event this server sent (a whole number), not {text:?}"),
+        )
+    })
+}
+
+fn respond(s: &SharedState, filter: Filter, headers: &HeaderMap) -> Result<Response, ApiError> {
+    let after = last_event_id(headers)?;
+    // A shutdown ends the stream, so open streams do not hold it up.
+    let stream = s
+        .events
+        .stream(filter, after)
+        .take_until(s.options.shutdown.clone().cancelled_owned());
+    let mut resp = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
+    // Proxies must pass events on as they come.
+    resp.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
+    Ok(resp)
+}
+
+/// `GET /api/events`: every execution's status changes and new pending actions.
+pub async fn all(State(s): State<SharedState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    respond(&s, Filter::Executions, &headers)
+}
+
+/// `GET /api/executions/{id}/events`: one execution's calls, console lines and status.
+pub async fn one(
+    State(s): State<SharedState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    if s.runtime.execution(&id).await?.is_none() {
+        return Err(not_found(&format!("no execution {id}")));
+    }
+    respond(&s, Filter::Execution(id), &headers)
+}
