@@ -106,3 +106,59 @@ export const get = (path) => api('GET', path);
 export const post = (path, body) => api('POST', path, body === undefined ? {} : body);
 export const del = (path) => api('DELETE', path);
 export const enc = encodeURIComponent;
+
+/**
+ * Follows a server-sent event stream with the bearer token (EventSource cannot send one).
+ * `onOpen()` once the server says it is ready, `onEvent({id, event, data})` per event.
+ * Returns `{close(), done}`: `done` resolves `{status}` when the stream ends (0: no server or
+ * cut off, 401: needs a token, 200: ended by the server, -1: closed here).
+ */
+export function stream(path, { after, onOpen, onEvent } = {}) {
+  const ctl = new AbortController();
+  const done = (async () => {
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    const headers = { Accept: 'text/event-stream' };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (after) headers['Last-Event-ID'] = String(after);
+    let resp;
+    try {
+      resp = await fetch(path, { headers, cache: 'no-store', signal: ctl.signal });
+    } catch {
+      if (ctl.signal.aborted) return { status: -1 };
+      report(false);
+      return { status: 0 };
+    }
+    report(true);
+    if (!resp.ok) return { status: resp.status };
+    const reader = resp.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = '';
+    try {
+      for (;;) {
+        const { value, done: end } = await reader.read();
+        if (end) return { status: 200 };
+        buf += decoder.decode(value, { stream: true }).replace(/\r\n/g, '\n');
+        let at;
+        while ((at = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, at);
+          buf = buf.slice(at + 2);
+          const e = { id: null, event: '', data: '' };
+          for (const line of block.split('\n')) {
+            if (line === ': ready') { if (onOpen) onOpen(); }
+            else if (line.startsWith('id: ')) e.id = Number(line.slice(4));
+            else if (line.startsWith('event: ')) e.event = line.slice(7);
+            else if (line.startsWith('data: ')) e.data += line.slice(6);
+          }
+          if (!e.event) continue;
+          try { e.data = JSON.parse(e.data); } catch { /* kept as text */ }
+          if (onEvent) onEvent(e);
+        }
+      }
+    } catch {
+      if (ctl.signal.aborted) return { status: -1 };
+      report(false);
+      return { status: 0 };
+    }
+  })();
+  return { close: () => ctl.abort(), done };
+}

@@ -1,13 +1,15 @@
-// The console's shell: hash routing, polling for live updates, the "server went away" banner.
+// The console's shell: hash routing, live updates from the server's event stream (no polling:
+// the data is read again only when an event says it changed), the "server went away" banner.
 
-import { get, onConnectivity, signIn } from './api.js';
+import { get, onConnectivity, signIn, stream } from './api.js';
 import { h, replace } from './dom.js';
 import {
   PendingView, ExecutionsView, ExecutionView, SnippetsView, ConnectorsView,
 } from './views.js';
 import { FilesView } from './files.js';
 
-const POLL_MS = 2000;
+/** How long to gather events before reading the data again. */
+const SETTLE_MS = 100;
 const main = document.getElementById('main');
 const banner = document.getElementById('banner');
 const pendingCount = document.getElementById('pending-count');
@@ -20,7 +22,10 @@ const app = {
   failures: 0,
   timer: null,
   ticking: false,
-  /** Polls now (after an action), instead of at the next tick. */
+  /** The open event stream, and the id of the last event it brought. */
+  events: null,
+  lastEventId: 0,
+  /** Reads the data again now (after an action). */
   poke() {
     schedule(0);
   },
@@ -62,9 +67,13 @@ function route() {
   schedule(0);
 }
 
+/** Reads the data again in `ms` (or sooner, if that is already planned). */
 function schedule(ms) {
+  const at = Date.now() + ms;
+  if (app.timer && app.dueAt <= at) return;
   clearTimeout(app.timer);
-  app.timer = setTimeout(tick, ms);
+  app.dueAt = at;
+  app.timer = setTimeout(() => { app.timer = null; tick(); }, ms);
 }
 
 async function tick() {
@@ -81,17 +90,48 @@ async function tick() {
     app.needToken = false;
     const view = app.view;
     if (view && view.refresh) await view.refresh(app);
-    app.failures = 0;
+    if (!app.events) follow();
   } catch (err) {
     if (err.status === 401) app.needToken = true;
-    if (err.status === 0 || err.status === 401) app.failures += 1;
   } finally {
     app.ticking = false;
   }
-  const wait = app.online && !app.needToken ? POLL_MS : Math.min(15000, 1000 * 2 ** Math.min(app.failures, 4));
-  app.retryAt = Date.now() + wait;
   showBanner();
-  schedule(document.hidden ? Math.max(wait, 10000) : wait);
+}
+
+/** Follows `/api/events`: each event has the data read again; a lost stream is retried. */
+function follow() {
+  clearTimeout(app.retryTimer);
+  if (app.events) app.events.close();
+  const events = stream('/api/events', {
+    after: app.lastEventId,
+    onOpen: () => {
+      app.failures = 0;
+      app.online = true;
+      showBanner();
+      schedule(0);
+    },
+    onEvent: (e) => {
+      if (e.id) app.lastEventId = e.id;
+      schedule(SETTLE_MS);
+    },
+  });
+  app.events = events;
+  events.done.then(({ status }) => {
+    if (app.events !== events || status === -1) return;
+    app.events = null;
+    if (status === 401) {
+      // The next read asks for a token, and follows again once it has one.
+      app.needToken = true;
+      showBanner();
+      return;
+    }
+    app.failures += 1;
+    const wait = Math.min(15000, 1000 * 2 ** Math.min(app.failures - 1, 4));
+    app.retryAt = Date.now() + wait;
+    showBanner();
+    app.retryTimer = setTimeout(() => { follow(); }, wait);
+  });
 }
 
 const whoamiEl = document.getElementById('whoami');
@@ -112,7 +152,7 @@ function showBanner() {
     banner.hidden = false;
     replace(banner,
       h('span', {}, h('strong', {}, 'Signed out. '), 'This server requires a bearer token.'),
-      h('button', { type: 'button', class: 'btn', id: 'sign-in', onclick: async () => { if (await signIn()) schedule(0); } }, 'Enter token'));
+      h('button', { type: 'button', class: 'btn', id: 'sign-in', onclick: async () => { if (await signIn()) { schedule(0); follow(); } } }, 'Enter token'));
     return;
   }
   if (app.online) {
@@ -129,7 +169,7 @@ function showBanner() {
   };
   update();
   countdown = setInterval(update, 1000);
-  replace(banner, text, h('button', { type: 'button', class: 'btn', id: 'retry', onclick: () => schedule(0) }, 'Retry now'));
+  replace(banner, text, h('button', { type: 'button', class: 'btn', id: 'retry', onclick: () => { follow(); schedule(0); } }, 'Retry now'));
 }
 
 onConnectivity((online) => {

@@ -1,7 +1,8 @@
-// The console's views. Each has mount(root, params), refresh(app) (called on every poll tick)
-// and, optionally, unmount(). Everything from the server is rendered as text.
+// The console's views. Each has mount(root, params), refresh(app) (called whenever an event
+// says the data changed) and, optionally, unmount(). Everything from the server is rendered as
+// text.
 
-import { get, post, del, enc } from './api.js';
+import { get, post, del, enc, stream } from './api.js';
 import {
   h, replace, badge, shortId, timeEl, jsonView, codeView, pausingLines, toast, modal,
 } from './dom.js';
@@ -136,9 +137,30 @@ export class PendingView {
           jsonView(a.args, `Arguments of ${path(a)} (seq ${a.seq})`))))
       : h('section', { class: 'card-section' }, h('h3', {}, 'Arguments'), jsonView(p.args, `Arguments of ${name}`));
     const dismiss = h('button', { type: 'button', class: 'btn subtle', hidden: true, 'data-action': 'dismiss' }, 'Dismiss');
+    const standing = h('button', { type: 'button', class: 'btn', 'data-action': 'approve-standing', title: 'Also approves every later call of the same method in this execution, without asking again' },
+      many ? 'Approve all like these in this run' : `Approve all ${path(p)} in this run`);
+    // Approve with edits: the person's arguments run instead of the model's (one action only).
+    const editor = h('textarea', { class: 'args-edit', 'aria-label': `Arguments to approve ${name} with`, rows: 6, spellcheck: 'false' });
+    const editBox = h('div', { class: 'card-section edit-box', hidden: true },
+      h('h3', {}, 'Approve with these arguments'),
+      h('p', { class: 'muted' }, 'Approve runs the action with the arguments below, checked against its input schema; the log keeps the model’s too.'),
+      editor);
+    const edit = many ? null : h('button', { type: 'button', class: 'btn subtle', 'data-action': 'edit', 'aria-expanded': 'false' }, 'Edit arguments…');
+    if (edit) {
+      edit.addEventListener('click', () => {
+        const open = editBox.hidden;
+        editBox.hidden = !open;
+        edit.setAttribute('aria-expanded', String(open));
+        edit.textContent = open ? 'Use the model’s arguments' : 'Edit arguments…';
+        if (open) {
+          editor.value = JSON.stringify(p.args, null, 2);
+          editor.focus();
+        }
+      });
+    }
     const decide = !app.me || app.me.allows.decide;
     const actions = decide
-      ? h('div', { class: 'card-actions' }, approve, reject, dismiss)
+      ? h('div', { class: 'card-actions' }, approve, standing, edit, reject, dismiss)
       : h('p', { class: 'notice no-decide' }, `Your token (${app.me.name}) has the role ${app.me.role}: it may run code and read, but not approve or reject. A person with an approve or admin token decides this.`);
     const el = h('article', { class: 'card pending-card', 'aria-label': `Pending: ${name}`, dataset: { key: `${p.executionId}:${p.seq}`, method: name } },
       h('div', { class: 'card-head' },
@@ -157,32 +179,47 @@ export class PendingView {
       exec ? h('details', { class: 'card-section', open: exec.code.split('\n').length <= 30 },
         h('summary', {}, 'The model’s code', marked.size ? ' (pausing call marked)' : ''),
         codeView(exec.code, marked, 'The model’s code')) : null,
-      actions, outcome);
+      decide ? editBox : null, actions, outcome);
     const c = {
       el, handled: false, seq: p.seq, at: exec ? exec.updatedAt : Date.now(),
       elsewhere: () => {
         c.handled = true;
-        approve.disabled = true;
-        reject.disabled = true;
+        for (const b of [approve, standing, reject, edit]) if (b) b.disabled = true;
         dismiss.hidden = false;
         el.classList.add('handled');
         replace(outcome, h('div', { class: 'outcome' }, h('p', {}, h('strong', {}, 'Already handled. '),
           many ? 'Someone approved or rejected these actions elsewhere. ' : 'Someone approved or rejected this action elsewhere. ', execLink(p.executionId, 'Open execution'))));
       },
     };
+    const buttons = [approve, standing, reject, edit].filter(Boolean);
     const act = async (kind) => {
       if (c.busy || c.handled) return;
+      let body;
+      let verb = 'Approved';
+      if (kind === 'approve' && !editBox.hidden) {
+        try {
+          body = { args: JSON.parse(editor.value) };
+        } catch (err) {
+          replace(outcome, errorBox(new Error(`The edited arguments are not JSON: ${err.message}. Nothing was approved.`)));
+          editor.focus();
+          return;
+        }
+        verb = 'Approved with your arguments';
+      } else if (kind === 'standing') {
+        body = { scope: 'execution' };
+        verb = 'Approved for the rest of this run';
+      }
       c.busy = true;
-      approve.disabled = true;
-      reject.disabled = true;
-      replace(outcome, h('p', { class: 'muted' }, kind === 'approve' ? 'Approving and resuming…' : 'Rejecting…'));
+      for (const b of buttons) b.disabled = true;
+      replace(outcome, h('p', { class: 'muted' }, kind === 'reject' ? 'Rejecting…' : 'Approving and resuming…'));
       try {
-        const out = kind === 'approve'
-          ? await post(`/api/executions/${enc(p.executionId)}/approve`)
-          : await post(`/api/executions/${enc(p.executionId)}/reject`, { seq: p.seq });
+        const out = kind === 'reject'
+          ? await post(`/api/executions/${enc(p.executionId)}/reject`, { seq: p.seq })
+          : await post(`/api/executions/${enc(p.executionId)}/approve`, body);
         c.handled = true;
-        replace(outcome, kind === 'approve'
-          ? outcomeView(out, 'Approved')
+        editBox.hidden = true;
+        replace(outcome, kind !== 'reject'
+          ? outcomeView(out, verb)
           : h('div', { class: 'outcome rejected' }, h('p', {}, h('strong', {}, 'Rejected. '), many ? 'None of the actions ran; the execution is rejected. ' : 'The action did not run; the execution is rejected. ', execLink(p.executionId, 'Open execution'))));
         el.classList.add('handled');
       } catch (err) {
@@ -191,8 +228,7 @@ export class PendingView {
           el.classList.add('handled');
           replace(outcome, h('div', { class: 'outcome conflict' }, h('p', {}, h('strong', {}, 'Already handled. '), err.message)));
         } else {
-          approve.disabled = false;
-          reject.disabled = false;
+          for (const b of buttons) b.disabled = false;
           replace(outcome, errorBox(err));
         }
       } finally {
@@ -202,6 +238,7 @@ export class PendingView {
       }
     };
     approve.addEventListener('click', () => act('approve'));
+    standing.addEventListener('click', () => act('standing'));
     reject.addEventListener('click', () => act('reject'));
     dismiss.addEventListener('click', () => {
       const next = el.nextElementSibling || el.previousElementSibling;
@@ -269,7 +306,58 @@ export class ExecutionView {
     this.id = params.id;
     this.root = root;
     this.report = null;
+    this.live = { calls: new Map(), lines: [] };
+    this.liveEl = h('section', { class: 'panel live', id: 'live', 'aria-live': 'polite' });
+    this.renderLive();
     replace(root, h('p', { class: 'muted' }, 'Loading…'));
+    this.follow();
+  }
+
+  unmount() {
+    this.closed = true;
+    clearTimeout(this.retry);
+    if (this.events) this.events.close();
+  }
+
+  /** Follows this execution's events: its running pass's calls and console lines, live. */
+  follow() {
+    if (this.closed) return;
+    this.events = stream(`/api/executions/${enc(this.id)}/events`, { onEvent: (e) => this.onLive(e) });
+    this.events.done.then(({ status }) => {
+      if (this.closed || status === -1 || status === 404) return;
+      this.retry = setTimeout(() => this.follow(), 2000);
+    });
+  }
+
+  onLive(e) {
+    const d = e.data;
+    if (e.event === 'status_changed' && d.status === 'running') {
+      this.live = { calls: new Map(), lines: [] };
+    } else if (e.event === 'call_started') {
+      this.live.calls.set(d.seq, { path: `${d.connector}.${d.method}`, seq: d.seq, started: Date.now() });
+    } else if (e.event === 'call_ended') {
+      const c = this.live.calls.get(d.seq) || { path: `${d.connector}.${d.method}`, seq: d.seq };
+      c.durationMs = d.durationMs;
+      c.ok = d.ok;
+      this.live.calls.set(d.seq, c);
+    } else if (e.event === 'console') {
+      this.live.lines.push(d.line);
+    } else {
+      return;
+    }
+    this.renderLive();
+  }
+
+  renderLive() {
+    const calls = [...this.live.calls.values()].sort((a, b) => a.seq - b.seq);
+    replace(this.liveEl,
+      h('h2', {}, 'This pass, live'),
+      calls.length
+        ? h('ol', { class: 'mini-log', id: 'live-calls' }, calls.map((c) => h('li', { dataset: { seq: String(c.seq) } },
+          h('span', { class: 'seq' }, `#${c.seq}`), h('code', {}, c.path), ' ',
+          c.durationMs === undefined ? badge('running') : badge(c.ok ? `done in ${c.durationMs} ms` : `failed after ${c.durationMs} ms`, c.ok ? 'applied' : 'failed'))))
+        : h('p', { class: 'muted' }, 'No connector calls yet in this pass.'),
+      this.live.lines.length ? h('pre', { class: 'logs', id: 'live-console' }, this.live.lines.join('\n')) : null);
   }
 
   async refresh(app) {
@@ -324,6 +412,7 @@ export class ExecutionView {
         h('div', {}, h('dt', {}, 'Connectors'), h('dd', {}, (e.connectors || []).join(', ') || '—'))),
       this.report ? this.reportView(this.report) : null,
       e.status === 'paused' ? h('p', { class: 'notice' }, 'This execution waits for approval. ', h('a', { href: '#/pending' }, 'Review it in Pending approvals')) : null,
+      e.status === 'running' ? this.liveEl : null,
       'result' in e && e.result !== undefined && e.status !== 'error'
         ? h('section', { class: 'panel' }, h('h2', {}, 'Result'), jsonView(e.result, 'Result')) : null,
       e.error ? h('section', { class: 'panel' }, h('h2', {}, 'Error'), h('pre', { class: 'error-text' }, e.error)) : null,

@@ -5,7 +5,9 @@
 //! and end, its console lines, its status).
 //!
 //! A client that reconnects with `Last-Event-ID` gets what it missed from the history; one
-//! that missed more than the history holds gets a `reset` event (reload, then follow). A
+//! that missed more than the history holds gets a `reset` event (reload, then follow). A new
+//! client of an execution's stream first gets its current pass so far (from its newest
+//! `running` status still kept), so a page opened mid-pass shows the calls already made. A
 //! client that stops reading falls behind the bounded channel and is dropped, so it never
 //! holds more than the channel's capacity; it reconnects with its last id.
 
@@ -15,7 +17,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use codemode::{Runtime, RuntimeEvent};
+use codemode::{ExecutionStatus, Runtime, RuntimeEvent};
 use futures::stream::{self, Stream, StreamExt};
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -140,13 +142,30 @@ impl EventLog {
         (missed, live)
     }
 
-    /// The stream of events `filter` wants after `after` (`None`: from now on).
+    /// Where a new client of `filter` starts: an execution's stream with the current pass so
+    /// far (from its newest `running` status still kept), the others from now on.
+    fn start_of(&self, filter: &Filter) -> u64 {
+        let h = self.lock();
+        let now = h.next - 1;
+        let Filter::Execution(id) = filter else {
+            return now;
+        };
+        h.kept
+            .iter()
+            .rev()
+            .find(|(_, e)| {
+                matches!(&**e, RuntimeEvent::StatusChanged { execution_id, status: ExecutionStatus::Running, .. } if execution_id == id)
+            })
+            .map_or(now, |(at, _)| at - 1)
+    }
+
+    /// The stream of events `filter` wants after `after` (`None`: see [`Self::start_of`]).
     fn stream(
         self: &Arc<Self>,
         filter: Filter,
         after: Option<u64>,
     ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
-        let after = after.unwrap_or_else(|| self.last_id());
+        let after = after.unwrap_or_else(|| self.start_of(&filter));
         let (missed, live) = self.follow(after);
         let client = Client::new(self.clone());
         let first = match missed {

@@ -489,3 +489,110 @@ test('roles: a run token sees no Approve button and why; an approve token approv
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the console follows the event stream: no polling, a new pending action appears by itself', async () => {
+  const page = await tab();
+  const reads = [];
+  page.on('request', (req) => {
+    const u = new globalThis.URL(req.url());
+    if (u.pathname.startsWith('/api/')) reads.push({ path: u.pathname, at: Date.now() });
+  });
+  await page.goto(URL + '/#/pending');
+  await page.locator('h1', { hasText: 'Pending approvals' }).waitFor();
+  await page.waitForTimeout(1000);
+  const quietFrom = Date.now();
+  await page.waitForTimeout(5000);
+  const quiet = reads.filter((r) => r.at >= quietFrom);
+  assert.deepEqual(quiet, [], 'the page made requests while nothing happened');
+  assert.equal(reads.filter((r) => r.path === '/api/events').length, 1, JSON.stringify(reads));
+  // Something happens: the event brings it.
+  const out = await run("return await tasks.create_task({ title: 'brought by an event' })");
+  await card(page, out.executionId, 0).waitFor();
+  assert.ok(reads.some((r) => r.at >= quietFrom && r.path === '/api/pending'));
+  assert.equal(reads.filter((r) => r.path === '/api/events').length, 1, 'one stream, kept open');
+  await card(page, out.executionId, 0).locator('button[data-action="reject"]').click();
+  await card(page, out.executionId, 0).locator('.outcome.rejected').waitFor();
+  await done(page);
+});
+
+test('a running execution shows its calls and console lines live, then its end', async () => {
+  const code = "await tasks.list_tasks({}); console.log('first step done'); const t = Date.now(); while (Date.now() - t < 5000) {} return 'finished'";
+  const running = api(URL, 'POST', '/api/run', { code });
+  let id;
+  for (let i = 0; i < 200 && !id; i++) {
+    const list = (await api(URL, 'GET', '/api/executions?limit=5')).body;
+    const e = list.find((x) => x.code === code && x.status === 'running');
+    if (e) id = e.id;
+    else await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.ok(id, 'the run did not start');
+  const page = await tab(URL + `/#/executions/${id}`);
+  const call = page.locator('#live-calls li[data-seq="0"]');
+  await call.locator('code', { hasText: 'tasks.list_tasks' }).waitFor();
+  await call.locator('.badge', { hasText: /done in \d+ ms/ }).waitFor();
+  await page.locator('#live-console', { hasText: 'first step done' }).waitFor();
+  await page.locator('#exec-status', { hasText: 'running' }).waitFor();
+  await shot(page, '13-live');
+  const r = await running;
+  assert.equal(r.body.result, 'finished');
+  // The end arrives by the event stream: the page shows it without a reload.
+  await page.locator('#exec-status', { hasText: 'completed' }).waitFor();
+  await page.locator('#live').waitFor({ state: 'detached' });
+  await done(page);
+});
+
+test('approve with edited arguments, checked against the schema', async () => {
+  const out = await run("const t = await tasks.create_task({ title: 'from the model' }); return t.title");
+  const id = out.executionId;
+  const page = await tab(URL + '/#/pending');
+  const c = card(page, id, 0);
+  await c.locator('button[data-action="edit"]').click();
+  const editor = c.locator('textarea.args-edit');
+  assert.match(await editor.inputValue(), /from the model/);
+  // Not JSON: said at once, nothing sent.
+  await editor.fill('{ title: ');
+  await c.locator('button[data-action="approve"]').click();
+  await c.locator('.notice.error', { hasText: 'not JSON' }).waitFor();
+  // JSON that fails the input schema: the server's 400 names the field; nothing ran.
+  await editor.fill('{ "title": 5 }');
+  await c.locator('button[data-action="approve"]').click();
+  await c.locator('.notice.error', { hasText: 'title' }).waitFor();
+  assert.equal((await api(URL, 'GET', `/api/executions/${id}`)).body.status, 'paused');
+  await shot(page, '14-edit-args');
+  await editor.fill('{ "title": "from the person" }');
+  await c.locator('button[data-action="approve"]').click();
+  const outcome = c.locator('.outcome.ok');
+  await outcome.waitFor();
+  assert.match(await outcome.textContent(), /Approved with your arguments/);
+  assert.match(await outcome.textContent(), /from the person/);
+  const e = (await api(URL, 'GET', `/api/executions/${id}`)).body;
+  assert.equal(e.result, 'from the person');
+  assert.equal(e.log[0].args.title, 'from the model');
+  assert.equal(e.log[0].approvedArgs.title, 'from the person');
+  await done(page);
+});
+
+test('approve all like this: later calls of the same method in the run need no approval', async () => {
+  const out = await run(`
+    const made = [];
+    for (const title of ['one', 'two', 'three']) made.push((await tasks.create_task({ title })).title);
+    return made;
+  `);
+  const id = out.executionId;
+  const page = await tab(URL + '/#/pending');
+  const c = card(page, id, 0);
+  const standing = c.locator('button[data-action="approve-standing"]');
+  assert.match(await standing.textContent(), /Approve all tasks\.create_task in this run/);
+  await standing.click();
+  const outcome = c.locator('.outcome.ok');
+  await outcome.waitFor();
+  assert.match(await outcome.textContent(), /for the rest of this run/);
+  const e = (await api(URL, 'GET', `/api/executions/${id}`)).body;
+  assert.equal(e.status, 'completed');
+  assert.deepEqual(e.result, ['one', 'two', 'three']);
+  assert.equal(e.decisions.filter((d) => d.kind === 'approve').length, 1, JSON.stringify(e.decisions));
+  assert.equal(e.decisions[0].scope, 'execution');
+  // No card was made for the later calls.
+  assert.equal(await card(page, id, 1).count(), 0);
+  await done(page);
+});
