@@ -416,3 +416,49 @@ async fn an_mcp_client_cancel_stops_a_loop_that_calls_nothing() {
     assert_eq!(e["log"].as_array().unwrap().len(), 1, "{e}");
     assert_eq!(e["decisions"][0]["kind"], "cancel", "{e}");
 }
+
+/// While the code runs, the calling client gets progress notifications of its calls and
+/// console lines as they happen, in order, with increasing progress values.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_call_reports_its_calls_and_console_lines_as_progress() {
+    let Some(fx) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), 30_000);
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let code = "await tasks.list_tasks({}); console.log('half way'); const t = Date.now(); while (Date.now() - t < 1500) {} await tasks.list_tasks({}); return 2";
+    let (mut node, rx) = start_client(
+        &fx,
+        &format!("{}/mcp", server.base),
+        &[json!({ "code": code })],
+    );
+    // Both arrive while the code still spins, before the result.
+    let mut seen = String::new();
+    while !(seen.contains("tasks.list_tasks done in") && seen.contains("console: half way")) {
+        let line = line_with(&rx, "", Duration::from_secs(30));
+        assert!(
+            line.starts_with("PROGRESS "),
+            "the result came first: {line}\n{seen}"
+        );
+        seen.push_str(&line);
+        seen.push('\n');
+    }
+    assert!(
+        seen.find("list_tasks started (#0)").unwrap() < seen.find("console: half way").unwrap(),
+        "{seen}"
+    );
+    let done: Value = serde_json::from_str(&line_with(&rx, "{", Duration::from_secs(30))).unwrap();
+    assert!(node.wait().unwrap().success());
+    assert_eq!(done["results"][0]["structuredContent"]["result"], 2);
+    let values: Vec<f64> = done["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+    let all = done["progress"].to_string();
+    assert!(
+        all.contains("(#1)"),
+        "the second call is reported too: {all}"
+    );
+}

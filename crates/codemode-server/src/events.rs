@@ -11,7 +11,7 @@
 //! client that stops reading falls behind the bounded channel and is dropped, so it never
 //! holds more than the channel's capacity; it reconnects with its last id.
 
-use crate::api::{not_found, ApiError};
+use crate::reply::ApiError;
 use crate::state::SharedState;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -286,7 +286,10 @@ pub async fn one(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     if s.runtime.execution(&id).await?.is_none() {
-        return Err(not_found(&format!("no execution {id}")));
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no execution {id}"),
+        ));
     }
     respond(&s, Filter::Execution(id), &headers)
 }

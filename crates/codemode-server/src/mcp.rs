@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+mod live;
 mod wait;
 
 /// The MCP handler over the shared state.

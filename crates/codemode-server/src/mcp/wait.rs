@@ -2,13 +2,12 @@
 //! waits in the call for a decision made elsewhere, with progress notifications, and
 //! `{ "executionId": "..." }` picks up an execution instead of running code again.
 
+use super::live::Progress;
 use super::{outcome_result, CodemodeMcp};
 use crate::auth::Principal;
 use crate::wait::{self, Waited};
 use codemode::{Actor, Execution, ExecutionStatus, Runtime, RuntimeError};
-use rmcp::model::{
-    CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, ProgressToken,
-};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
@@ -46,31 +45,6 @@ fn actor_of(context: &RequestContext<RoleServer>) -> Actor {
         .get::<axum::http::request::Parts>()
         .and_then(|p| p.extensions.get::<Principal>())
         .map_or_else(Actor::local, |p| Actor::from(p.name.clone()))
-}
-
-/// Sends `notifications/progress` for one request, when its client gave a progress token.
-struct Progress {
-    peer: Peer<RoleServer>,
-    token: Option<ProgressToken>,
-    count: f64,
-}
-
-impl Progress {
-    /// Reports what the call waits for (in the background: a slow client never holds it up).
-    fn report(&mut self, e: &Execution) {
-        let Some(token) = self.token.clone() else {
-            return;
-        };
-        self.count += 1.0;
-        let mut param = ProgressNotificationParam::new(token, self.count);
-        param.message = Some(wait::waiting_for(e));
-        let peer = self.peer.clone();
-        tokio::spawn(async move {
-            if let Err(e) = peer.notify_progress(param).await {
-                tracing::debug!(error = %e, "progress notification not sent");
-            }
-        });
-    }
 }
 
 impl CodemodeMcp {
@@ -111,6 +85,9 @@ impl CodemodeMcp {
     ) -> Result<CallToolResult, McpError> {
         let by = actor_of(context);
         let id = Runtime::new_execution_id();
+        let progress = Progress::new(context.peer.clone(), context.meta.get_progress_token());
+        // What the execution does, as it does it, for as long as this call lasts.
+        let live = progress.follow(&self.state.runtime, &id);
         let watcher = CancelWatcher::start(self.state.runtime.clone(), &id, &context.ct, &by);
         let result = self.run_as(&id, code, Some(&context.peer)).await;
         drop(watcher);
@@ -121,10 +98,14 @@ impl CodemodeMcp {
             .filter(|v| v["status"] == "paused")
             .and_then(|v| v["executionId"].as_str())
             .map(str::to_string);
-        match paused {
-            Some(id) if !self.elicits(&context.peer) => self.pick_up(&id, context).await,
+        let answer = match paused {
+            Some(id) if !self.elicits(&context.peer) => {
+                self.pick_up_with(&id, context, &progress).await
+            }
             _ => Ok(result),
-        }
+        };
+        live.finish(&progress).await;
+        answer
     }
 
     /// Returns where execution `id` stands, waiting while it is paused or running.
@@ -133,15 +114,25 @@ impl CodemodeMcp {
         id: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
+        let progress = Progress::new(context.peer.clone(), context.meta.get_progress_token());
+        let live = progress.follow(&self.state.runtime, id);
+        let answer = self.pick_up_with(id, context, &progress).await;
+        live.finish(&progress).await;
+        answer
+    }
+
+    /// [`Self::pick_up`], reporting on `progress`.
+    async fn pick_up_with(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+        progress: &Progress,
+    ) -> Result<CallToolResult, McpError> {
         let rt = &self.state.runtime;
-        let mut progress = Progress {
-            peer: context.peer.clone(),
-            token: context.meta.get_progress_token(),
-            count: 0.0,
-        };
         let by = actor_of(context);
         let limit = self.state.options.wait;
-        let waited = wait::follow(rt, id, limit, &context.ct, &by, |e| progress.report(e)).await;
+        let report = |e: &Execution| progress.send(wait::waiting_for(e));
+        let waited = wait::follow(rt, id, limit, &context.ct, &by, report).await;
         let e = match waited {
             Ok(Waited::Done(e) | Waited::Abandoned(e)) => e,
             Err(RuntimeError::UnknownExecution(_)) => {
