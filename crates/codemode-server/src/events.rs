@@ -11,19 +11,13 @@
 //! client that stops reading falls behind the bounded channel and is dropped, so it never
 //! holds more than the channel's capacity; it reconnects with its last id.
 
-use crate::reply::ApiError;
-use crate::state::SharedState;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::sse::Event;
 use codemode::{ExecutionStatus, Runtime, RuntimeEvent};
 use futures::stream::{self, Stream, StreamExt};
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 use tokio::sync::broadcast;
 
 /// How many of the newest events are kept for clients that reconnect.
@@ -31,9 +25,6 @@ pub const EVENT_HISTORY: usize = 4096;
 
 /// How many events a client may fall behind before it is dropped.
 pub const CLIENT_BUFFER: usize = 1024;
-
-/// How often an idle stream sends a comment, so proxies and clients see it alive.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// One numbered event.
 type Numbered = (u64, Arc<RuntimeEvent>);
@@ -54,7 +45,7 @@ struct History {
 
 /// Which events a stream carries.
 #[derive(Clone)]
-enum Filter {
+pub enum Filter {
     /// Status changes and new pending actions of every execution.
     Executions,
     /// Everything about one execution.
@@ -160,7 +151,7 @@ impl EventLog {
     }
 
     /// The stream of events `filter` wants after `after` (`None`: see [`Self::start_of`]).
-    fn stream(
+    pub fn stream(
         self: &Arc<Self>,
         filter: Filter,
         after: Option<u64>,
@@ -237,59 +228,4 @@ fn reset(after: u64) -> Event {
         })
         .to_string(),
     )
-}
-
-/// The `Last-Event-ID` a reconnecting client sends; a value that is not a number is a 400.
-fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
-    let Some(value) = headers.get("last-event-id") else {
-        return Ok(None);
-    };
-    let text = value.to_str().unwrap_or("").trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    text.parse().map(Some).map_err(|_| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("Last-Event-ID must be the id of an event this server sent (a whole number), not {text:?}"),
-        )
-    })
-}
-
-fn respond(s: &SharedState, filter: Filter, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let after = last_event_id(headers)?;
-    // A shutdown ends the stream, so open streams do not hold it up.
-    let stream = s
-        .events
-        .stream(filter, after)
-        .take_until(s.options.shutdown.clone().cancelled_owned());
-    let mut resp = Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response();
-    // Proxies must pass events on as they come.
-    resp.headers_mut().insert(
-        "x-accel-buffering",
-        axum::http::HeaderValue::from_static("no"),
-    );
-    Ok(resp)
-}
-
-/// `GET /api/events`: every execution's status changes and new pending actions.
-pub async fn all(State(s): State<SharedState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    respond(&s, Filter::Executions, &headers)
-}
-
-/// `GET /api/executions/{id}/events`: one execution's calls, console lines and status.
-pub async fn one(
-    State(s): State<SharedState>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    if s.runtime.execution(&id).await?.is_none() {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("no execution {id}"),
-        ));
-    }
-    respond(&s, Filter::Execution(id), &headers)
 }

@@ -27,8 +27,6 @@ pub fn routes() -> Router<SharedState> {
             "/api/executions/{id}",
             get(execution).delete(delete_execution),
         )
-        .route("/api/events", get(crate::events::all))
-        .route("/api/executions/{id}/events", get(crate::events::one))
         .route("/api/executions/{id}/approve", post(super::decide::approve))
         .route("/api/executions/{id}/cancel", post(super::decide::cancel))
         .route("/api/executions/{id}/reject", post(reject))

@@ -4,6 +4,7 @@
 mod audit;
 mod decide;
 mod discovery;
+mod events;
 mod executions;
 mod health;
 mod snippets;
@@ -25,6 +26,7 @@ pub fn routes(max_body: usize) -> Router<SharedState> {
     Router::new()
         .merge(executions::routes())
         .merge(audit::routes())
+        .merge(events::routes())
         .merge(snippets::routes())
         .merge(discovery::routes())
         .merge(workspace::routes())
