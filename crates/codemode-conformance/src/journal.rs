@@ -91,6 +91,14 @@ pub const APPROVED_WRITE_SCRIPT: &str = r#"async () => {
   return a.key;
 }"#;
 
+/// Two writes needing approval: the crash test approves the first with edited arguments for
+/// the rest of the run, so the second runs without asking.
+pub const EDITED_WRITE_SCRIPT: &str = r#"async () => {
+  const a = await ledger.approved_write({ value: "model" });
+  const b = await ledger.approved_write({ value: "second" });
+  return [a.written, b.written, a.key, b.key];
+}"#;
+
 /// A script that starts three writes needing approval at once: a batch, approved together.
 pub const BATCH_WRITE_SCRIPT: &str = r#"async () => {
   const done = await Promise.all(["a", "b", "c"].map((value) => ledger.approved_write({ value })));

@@ -210,3 +210,93 @@ async fn a_run_killed_in_a_batch_of_approved_writes_applies_each_once() {
         );
     }
 }
+
+/// A node dies inside (before or after the effect of) the second write of a run whose first
+/// write was approved with edited arguments for the rest of the run. Resumed on another node
+/// (SQLite and PostgreSQL), the replay matches the model's arguments of the first write and
+/// keeps the person's, the standing approval still covers the second (no new pause), and
+/// each write takes effect once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_and_standing_approvals_survive_a_crash_on_both_stores() {
+    use codemode::{ExecutionStatus, Outcome, Runtime, Store};
+    use codemode_conformance::journal::{ledger, read_journal, CrashPoint};
+    let pg = codemode_postgres::ScratchDatabase::for_tests("edited_and_standing_approvals_crash")
+        .await
+        .expect("the PostgreSQL test server");
+    for point in ["before", "after"] {
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite = dir.path().join("codemode.db");
+        let mut stores = vec![sqlite.to_str().unwrap().to_string()];
+        if let Some(db) = &pg {
+            stores.push(db.url().to_string());
+        }
+        for (n, db) in stores.iter().enumerate() {
+            let journal = dir.path().join(format!("journal-{n}.txt"));
+            let status = Command::new(env!("CARGO_BIN_EXE_crash-child"))
+                .args([db, journal.to_str().unwrap(), point, "1", "edited"])
+                .status()
+                .unwrap();
+            assert!(
+                !status.success(),
+                "the child must die {point} seq 1 on {db}"
+            );
+            let store: Arc<dyn Store> = if n == 0 {
+                Arc::new(codemode_sqlite::SqliteStore::open(db).unwrap())
+            } else {
+                Arc::new(codemode_postgres::PostgresStore::connect(db).await.unwrap())
+            };
+            let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
+            let runtime = Runtime::builder(store, executor)
+                .connector(ledger(journal.clone(), CrashPoint::None))
+                .build()
+                .unwrap();
+            let run = runtime
+                .executions(None)
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|e| e.status == ExecutionStatus::Running)
+                .expect("the dead node's run");
+            assert_eq!(run.log[0].args["value"], "model");
+            assert_eq!(
+                run.log[0].approved_args.as_ref().unwrap()["value"],
+                "person"
+            );
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let outcome = loop {
+                match runtime.resume_interrupted(&run.id).await {
+                    Ok(outcome) => break outcome,
+                    Err(codemode::RuntimeError::AlreadyHandled { .. })
+                        if std::time::Instant::now() < deadline =>
+                    {
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                    }
+                    Err(e) => panic!("{point} {db}: {e}"),
+                }
+            };
+            let Outcome::Completed { result, .. } = outcome else {
+                panic!("{point} {db}: {outcome:?}")
+            };
+            let (k0, k1) = (format!("{}:0", run.id), format!("{}:1", run.id));
+            assert_eq!(
+                result,
+                serde_json::json!(["person", "second", k0, k1]),
+                "{point} {db}"
+            );
+            let lines = read_journal(&journal);
+            for key in [&k0, &k1] {
+                let effects = lines
+                    .iter()
+                    .filter(|l| **l == format!("effect {key}"))
+                    .count();
+                assert_eq!(effects, 1, "{point} {db} {key}: {lines:?}");
+            }
+            let after = runtime.execution(&run.id).await.unwrap().unwrap();
+            assert_eq!(after.status, ExecutionStatus::Completed);
+            // One decision: the standing approval, recorded on both entries.
+            assert_eq!(after.decisions.len(), 1, "{:?}", after.decisions);
+            assert_eq!(after.log[1].decisions.len(), 1, "{:?}", after.log[1]);
+            assert_eq!(after.log[1].decisions[0].by.to_string(), "alice");
+        }
+    }
+}

@@ -4,11 +4,15 @@
 //! `approved` it runs the approved-write script and approves it, dying inside the approved
 //! write; with `batch` it runs the batch script, approves the batch and dies inside the
 //! write at SEQ, the ledger's writes running one at a time (so the ones before SEQ have run
-//! and the ones after it have not); `batch-parallel` runs them at once.
+//! and the ones after it have not); `batch-parallel` runs them at once; `edited` runs the
+//! edited-approval script, approves its first write with edited arguments for the rest of the
+//! run, and dies inside the write at SEQ. DB is a SQLite path or a `postgres://` URL.
 
 use codemode::Runtime;
+use codemode::{Approval, ApprovalScope, Store};
 use codemode_conformance::journal::{
     ledger, CrashPoint, APPROVED_WRITE_SCRIPT, BATCH_WRITE_SCRIPT, CRASH_SCRIPT,
+    EDITED_WRITE_SCRIPT,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,13 +23,13 @@ async fn main() {
     let (db, journal, point, seq, mode) = match args.as_slice() {
         [_, db, journal, point, seq] => (db, journal, point, seq, ""),
         [_, db, journal, point, seq, mode]
-            if ["approved", "batch", "batch-parallel"].contains(&mode.as_str()) =>
+            if ["approved", "batch", "batch-parallel", "edited"].contains(&mode.as_str()) =>
         {
             (db, journal, point, seq, mode.as_str())
         }
         _ => {
             eprintln!(
-                "usage: crash-child DB JOURNAL before|after SEQ [approved|batch|batch-parallel]"
+                "usage: crash-child DB JOURNAL before|after SEQ [approved|batch|batch-parallel|edited]"
             );
             std::process::exit(2);
         }
@@ -36,7 +40,15 @@ async fn main() {
         "after" => CrashPoint::AfterEffect(seq),
         _ => CrashPoint::None,
     };
-    let store = Arc::new(codemode_sqlite::SqliteStore::open(db).expect("open store"));
+    let store: Arc<dyn Store> = if db.starts_with("postgres://") {
+        Arc::new(
+            codemode_postgres::PostgresStore::connect(db)
+                .await
+                .expect("connect"),
+        )
+    } else {
+        Arc::new(codemode_sqlite::SqliteStore::open(db).expect("open store"))
+    };
     // A short pass deadline allows the short lease below (a lease outlives the longest pass).
     let options =
         codemode_quickjs::QuickJsOptions::default().with_wall_time(Duration::from_millis(150));
@@ -53,6 +65,17 @@ async fn main() {
         let outcome = runtime.call(BATCH_WRITE_SCRIPT).await.expect("call");
         let outcome = runtime
             .approve(outcome.execution_id())
+            .await
+            .expect("approve");
+        println!("{}", serde_json::to_string(&outcome).unwrap());
+        return;
+    }
+    if mode == "edited" {
+        let outcome = runtime.call(EDITED_WRITE_SCRIPT).await.expect("call");
+        let mut approval = Approval::by("alice").scope(ApprovalScope::Execution);
+        approval.args = Some(serde_json::json!({ "value": "person" }));
+        let outcome = runtime
+            .approve_with(outcome.execution_id(), approval)
             .await
             .expect("approve");
         println!("{}", serde_json::to_string(&outcome).unwrap());
