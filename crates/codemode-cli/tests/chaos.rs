@@ -1,8 +1,9 @@
 //! Chaos: `codemode serve` is killed (SIGKILL) at seeded random moments while clients run
 //! writes and approve them, then started again on the same store, cycle after cycle, on a
 //! SQLite file and on PostgreSQL. Afterwards no execution is left running (the restarted
-//! server took each interrupted one over once its lease ran out), every completed write was
-//! applied once under one key, and what each completed run returned is what the API holds.
+//! server took each interrupted one over once its lease ran out), every item the API made is
+//! recorded as applied by exactly one run, none was made twice, and what each completed run
+//! returned is what the API holds.
 //! `CODEMODE_CHAOS_CYCLES` sets the cycles per store (default 5).
 
 mod common;
@@ -198,11 +199,25 @@ async fn chaos(dir: &Path, store: &str, seed: u64) {
         s.calls.len()
     );
     assert!(completed > 0, "seed {seed}: nothing completed");
-    // Every item made belongs to a run that completed with it: no applied write was lost
-    // (an interrupted one was taken over, asked again by its key, and finished).
+    // Every item made belongs to exactly one run whose log holds it applied: no applied write
+    // was lost (an interrupted one was taken over, asked again by its key, and recorded). A
+    // run that applied its write may still end in error (on a busy machine its pass can pass
+    // the 300 ms time limit after the write returned), so it is counted by its log.
+    let unfinished: Vec<String> = runs
+        .iter()
+        .filter(|e| e["status"] != "completed")
+        .map(|e| {
+            format!(
+                "{} {} error={} log={}",
+                e["id"], e["status"], e["error"], e["log"]
+            )
+        })
+        .collect();
     assert_eq!(
-        made, completed,
-        "seed {seed}: {made} items, {completed} completed runs"
+        made,
+        ran,
+        "seed {seed}: {made} items, {ran} runs with an applied write ({completed} completed); the others:\n{}",
+        unfinished.join("\n")
     );
     assert!(ran >= completed, "seed {seed}");
 }
