@@ -5,6 +5,7 @@ mod control;
 mod cursor;
 mod decide;
 mod delivery;
+mod finish;
 mod pass;
 pub(crate) mod registry;
 pub(crate) mod sdk;

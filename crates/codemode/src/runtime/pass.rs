@@ -10,6 +10,7 @@
 use super::caps::{Gate, Permit};
 use super::cursor::{durable_text, json_size, Limits, ReplayCursor, Stop};
 use super::delivery::Wait;
+use super::finish::FinishOnDrop;
 use super::watch::{PassSignal, RuntimeEvent};
 use super::Runtime;
 use crate::connector::{CallContext, Connector, ExecutionEndStatus, PassEndStatus, ReplayPolicy};
@@ -20,6 +21,7 @@ use crate::store::{Commit, Transition};
 use crate::value::{canonical_eq, serialized_len, MAX_DURABLE_VALUE_CHARS};
 use crate::{RuntimeError, ToolError};
 use futures::future::BoxFuture;
+use futures::FutureExt;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -699,8 +701,9 @@ impl PassHost {
         reply
     }
 
-    /// Runs a write as a task of its own, so that it finishes and is recorded even when the
-    /// sandbox stops waiting for it (the code returned without awaiting it).
+    /// Runs a write inline while the sandbox waits for it, and as a task of its own once it
+    /// stops waiting (the code returned without awaiting it), so that it finishes and is
+    /// recorded either way.
     async fn write(
         &self,
         connector: Arc<dyn Connector>,
@@ -721,16 +724,25 @@ impl PassHost {
             return run.await;
         };
         let in_flight = self.writes.clone().read_owned().await;
-        let task = handle.spawn(async move {
+        // A connector that panics is contained here, as a task's panic would be.
+        let run = std::panic::AssertUnwindSafe(async move {
             let reply = run.await;
             drop(in_flight);
             reply
-        });
-        match task.await {
+        })
+        .catch_unwind();
+        match FinishOnDrop::new(handle, run).await {
             Ok(reply) => reply,
-            Err(e) => (None, self.abort(Stop::Fail(format!(
-                "internal error: the call at seq {seq} stopped without an outcome ({e}); its outcome is unknown, and a rollback reverts it"
-            )))),
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_string());
+                (None, self.abort(Stop::Fail(format!(
+                    "internal error: the call at seq {seq} stopped without an outcome ({why}); its outcome is unknown, and a rollback reverts it"
+                ))))
+            }
         }
     }
 
