@@ -155,9 +155,16 @@ pub const CRASH_CASES: &[CrashCase] = {
     ]
 };
 
+/// The pass deadline of the nodes the crash tests kill: long enough that a busy machine still
+/// reaches the crash point, short enough for a short lease.
+pub const CHILD_WALL_TIME: std::time::Duration = std::time::Duration::from_millis(1000);
+
+/// The lease of the nodes the crash tests kill (a lease outlives the longest pass).
+pub const CHILD_LEASE: std::time::Duration = std::time::Duration::from_millis(1200);
+
 /// After a node died at `case`: another node (a fresh runtime named `runtime_name` on
 /// `store`) finds the log the case predicts, takes the run over once the dead node's lease
-/// (300 ms) has passed, approves it, and every write has taken effect exactly once, the
+/// ([`CHILD_LEASE`]) has passed, approves it, and every write has taken effect exactly once, the
 /// crashed one attempted twice with the same key. Panics with what differed.
 pub async fn take_over_and_check(
     store: std::sync::Arc<dyn codemode::Store>,
@@ -180,11 +187,18 @@ pub async fn take_over_and_check(
     let states: Vec<codemode::EntryState> = run.log.iter().map(|e| e.state).collect();
     assert_eq!(states, case.states_after_crash, "{at}");
 
-    tokio::time::sleep(std::time::Duration::from_millis(350)).await;
-    let outcome = runtime
-        .resume_interrupted(&run.id)
-        .await
-        .expect("take over");
+    let deadline = std::time::Instant::now() + CHILD_LEASE * 10;
+    let outcome = loop {
+        match runtime.resume_interrupted(&run.id).await {
+            Ok(outcome) => break outcome,
+            Err(codemode::RuntimeError::AlreadyHandled { .. })
+                if std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await
+            }
+            Err(e) => panic!("{at}: take over: {e}"),
+        }
+    };
     assert!(
         matches!(outcome, Outcome::Paused { .. }),
         "{at}: {outcome:?}"

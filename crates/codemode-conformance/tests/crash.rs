@@ -64,8 +64,8 @@ async fn a_run_killed_in_an_approved_write_is_resumed_and_applies_it_once() {
         let run = runtime.executions(None).await.unwrap().remove(0);
         assert_eq!(run.status, ExecutionStatus::Running, "{point}");
         assert_eq!(run.log[0].state, EntryState::Executing, "{point}");
-        // The dead node's lease is 300 ms; poll until the take-over is allowed.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // Poll until the dead node's lease has passed and the take-over is allowed.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         let outcome = loop {
             match runtime.resume_interrupted(&run.id).await {
                 Ok(outcome) => break outcome,
@@ -163,7 +163,7 @@ async fn a_run_killed_in_a_batch_of_approved_writes_applies_each_once() {
                 "{at}: {before:?}"
             );
         }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         let outcome = loop {
             match runtime.resume_interrupted(&run.id).await {
                 Ok(outcome) => break outcome,
@@ -262,7 +262,7 @@ async fn edited_and_standing_approvals_survive_a_crash_on_both_stores() {
                 run.log[0].approved_args.as_ref().unwrap()["value"],
                 "person"
             );
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
             let outcome = loop {
                 match runtime.resume_interrupted(&run.id).await {
                     Ok(outcome) => break outcome,

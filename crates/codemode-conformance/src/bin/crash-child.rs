@@ -15,7 +15,6 @@ use codemode_conformance::journal::{
     EDITED_WRITE_SCRIPT,
 };
 use std::sync::Arc;
-use std::time::Duration;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -50,13 +49,13 @@ async fn main() {
         Arc::new(codemode_sqlite::SqliteStore::open(db).expect("open store"))
     };
     // A short pass deadline allows the short lease below (a lease outlives the longest pass).
-    let options =
-        codemode_quickjs::QuickJsOptions::default().with_wall_time(Duration::from_millis(150));
+    let options = codemode_quickjs::QuickJsOptions::default()
+        .with_wall_time(codemode_conformance::journal::CHILD_WALL_TIME);
     let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(options));
     let mut builder = Runtime::builder(store, executor)
         .connector(ledger(journal.into(), crash))
         // A short lease, so the test can take the run over soon after this process dies.
-        .lease(Duration::from_millis(300));
+        .lease(codemode_conformance::journal::CHILD_LEASE);
     if mode == "batch" {
         builder = builder.max_in_flight_for("ledger", 1);
     }

@@ -22,7 +22,6 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// Runs of `bank.transfer`, by execution id.
 type Runs = Arc<Mutex<HashMap<String, u64>>>;
@@ -119,12 +118,12 @@ async fn main() {
             };
             // A short pass deadline allows the short lease (a lease outlives the longest pass).
             let options = codemode_quickjs::QuickJsOptions::default()
-                .with_wall_time(Duration::from_millis(150));
+                .with_wall_time(codemode_conformance::journal::CHILD_WALL_TIME);
             let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(options));
             let runtime = Runtime::builder(store.clone(), executor)
                 .name(args[2].as_str())
                 .connector(ledger(args[4].clone().into(), crash))
-                .lease(Duration::from_millis(300))
+                .lease(codemode_conformance::journal::CHILD_LEASE)
                 .build()
                 .expect("runtime");
             let outcome = runtime.call(CRASH_SCRIPT).await.expect("call");
