@@ -968,7 +968,7 @@ async fn timed(
             },
         );
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    span.record("codemode.duration_ms", duration_ms);
+    span.record("codemode.duration_ms", duration_ms as i64);
     call_outcome(&span, if outcome.is_ok() { "ok" } else { "error" });
     runtime.publish(RuntimeEvent::CallEnded {
         execution_id,

@@ -42,12 +42,14 @@ pub type CommitObserver = Arc<dyn Fn(Duration) + Send + Sync>;
 
 /// The pass number of a pass starting now: one more than the approvals recorded before it
 /// (a take-over after a crash shares the number of the pass it replaces).
-fn pass_number(execution: &Execution) -> u64 {
+/// Numbers are recorded as `i64`: OpenTelemetry has no unsigned integers (a `u64` field
+/// would be exported as text).
+fn pass_number(execution: &Execution) -> i64 {
     1 + execution
         .decisions
         .iter()
         .filter(|d| d.kind == DecisionKind::Approve)
-        .count() as u64
+        .count() as i64
 }
 
 impl Runtime {
@@ -74,7 +76,7 @@ impl Runtime {
                 parent: parent,
                 "codemode.store.commit",
                 codemode.execution_id = %commit.execution_id,
-                codemode.entries = commit.entries.len(),
+                codemode.entries = commit.entries.len() as i64,
                 codemode.to = to,
                 codemode.won = field::Empty,
             ),
@@ -82,7 +84,7 @@ impl Runtime {
                 target: TRACE_TARGET,
                 "codemode.store.commit",
                 codemode.execution_id = %commit.execution_id,
-                codemode.entries = commit.entries.len(),
+                codemode.entries = commit.entries.len() as i64,
                 codemode.to = to,
                 codemode.won = field::Empty,
             ),
@@ -183,7 +185,7 @@ impl Runtime {
             "codemode.call",
             codemode.connector = %call.namespace,
             codemode.method = %call.method,
-            codemode.seq = seq,
+            codemode.seq = i64::try_from(seq).unwrap_or(i64::MAX),
             codemode.replayed = replayed,
             codemode.outcome = field::Empty,
             codemode.duration_ms = field::Empty,
