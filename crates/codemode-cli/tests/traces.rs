@@ -427,3 +427,102 @@ fn a_bad_telemetry_setting_is_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT"), "{stderr}");
 }
+
+/// Calls the `codemode` tool over Streamable HTTP in `session` with `code`, a `traceparent`
+/// header and a `traceparent` in the request's `_meta` (either may be absent); the result.
+async fn mcp_call(
+    mcp: &str,
+    session: &str,
+    id: u64,
+    code: &str,
+    header: Option<&str>,
+    meta: Option<&str>,
+) -> Value {
+    let mut params = json!({ "name": "codemode", "arguments": { "code": code } });
+    if let Some(tp) = meta {
+        params["_meta"] = json!({ "traceparent": tp });
+    }
+    let mut request = common::client()
+        .post(mcp)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+    if let Some(tp) = header {
+        request = request.header("traceparent", tp);
+    }
+    let text = request.send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m.get("id").is_some())
+        .unwrap_or_else(|| panic!("no answer in {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_tool_call_continues_its_traceparent_from_meta_or_header() {
+    let (endpoint, got) = receiver().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(
+        dir.path(),
+        &["--listen", "127.0.0.1:0"],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())],
+    );
+    let mcp = format!("{}/mcp", server.base);
+    let c = common::client();
+    let init = c
+        .post(&mcp)
+        .header("accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "traces-test", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    init.bytes().await.unwrap();
+    let initialized = c
+        .post(&mcp)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(initialized.status().is_success());
+
+    let by_meta = format!("00-{TRACE}-{ROOT}-01");
+    let by_header = format!("00-{APPROVER_TRACE}-{APPROVER_SPAN}-01");
+    let a = mcp_call(&mcp, &session, 2, "return 'meta'", None, Some(&by_meta)).await;
+    assert_eq!(a["result"]["isError"], json!(false), "{a}");
+    let b = mcp_call(&mcp, &session, 3, "return 'header'", Some(&by_header), None).await;
+    assert_eq!(b["result"]["isError"], json!(false), "{b}");
+
+    let spans = until(&got, |s| {
+        s.iter()
+            .filter(|g| g.span.name == "codemode.pass")
+            .count()
+            >= 2
+    })
+    .await;
+    for (trace, root) in [(TRACE, ROOT), (APPROVER_TRACE, APPROVER_SPAN)] {
+        let request = spans
+            .iter()
+            .find(|s| s.span.name == "codemode.request" && s.parent() == root)
+            .unwrap_or_else(|| panic!("an MCP request span under {root}: {spans:#?}"));
+        assert_eq!(request.trace(), trace);
+        assert_eq!(request.attr("codemode.request"), Some(json!("mcp")));
+        let pass = spans
+            .iter()
+            .find(|s| s.span.name == "codemode.pass" && s.parent() == request.id())
+            .unwrap_or_else(|| panic!("a pass under the MCP request: {spans:#?}"));
+        assert_eq!(pass.trace(), trace);
+    }
+    drop(server);
+}
