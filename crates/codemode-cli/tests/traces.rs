@@ -505,10 +505,7 @@ async fn an_mcp_tool_call_continues_its_traceparent_from_meta_or_header() {
     assert_eq!(b["result"]["isError"], json!(false), "{b}");
 
     let spans = until(&got, |s| {
-        s.iter()
-            .filter(|g| g.span.name == "codemode.pass")
-            .count()
-            >= 2
+        s.iter().filter(|g| g.span.name == "codemode.pass").count() >= 2
     })
     .await;
     for (trace, root) in [(TRACE, ROOT), (APPROVER_TRACE, APPROVER_SPAN)] {
