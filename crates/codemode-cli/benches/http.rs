@@ -14,6 +14,9 @@
 //! `CODEMODE_BENCH_BASELINE=/path/to/an/older/codemode` also starts that build and takes every
 //! sample from both servers in the same round (alternating which goes first), so the
 //! columns share the machine's state at every moment; the last columns are new / baseline.
+//! `CODEMODE_BENCH_TELEMETRY=1` also starts this build with OpenTelemetry on, exporting to a
+//! local OTLP receiver (in this process, answering every POST at once), measured the same way:
+//! its columns are the cost of traces (on / off).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -91,9 +94,9 @@ const RUNS: [(&str, &str); 3] = [
 ];
 
 impl Subject {
-    fn start(bin: &str, dir: &std::path::Path) -> Subject {
+    fn start(bin: &str, dir: &std::path::Path, env: &[(&str, &str)]) -> Subject {
         let store = format!("sqlite:{}", dir.join("codemode.db").display());
-        let server = common::serve_bin_on(bin, dir, &store, &["--listen", "127.0.0.1:0"], &[]);
+        let server = common::serve_bin_on(bin, dir, &store, &["--listen", "127.0.0.1:0"], env);
         let client = KeepAlive::open(&server.base);
         let mut cases = vec![Case::new("GET /healthz (the HTTP floor)")];
         cases.extend(RUNS.iter().map(|(name, _)| Case::new(name)));
@@ -163,16 +166,67 @@ const BLOCK: usize = 25;
 /// Rounds at the start of each block that are not counted.
 const SETTLE: usize = 5;
 
+/// An OTLP/HTTP receiver on loopback that reads each request and answers 200 at once; its
+/// base URL.
+fn otlp_sink() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || {
+                let mut writer = stream.try_clone().unwrap();
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(v) = lower.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if writer.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    base
+}
+
 fn main() {
     let iterations: usize = load::env_number("CODEMODE_BENCH_N", 300);
     let dir = tempfile::tempdir().unwrap();
     let mine = dir.path().join("this");
     std::fs::create_dir_all(&mine).unwrap();
-    let mut subjects = vec![Subject::start(common::BIN, &mine)];
+    let mut subjects = vec![Subject::start(common::BIN, &mine, &[])];
+    let mut labels = vec!["this"];
     if let Ok(baseline) = std::env::var("CODEMODE_BENCH_BASELINE") {
         let theirs = dir.path().join("baseline");
         std::fs::create_dir_all(&theirs).unwrap();
-        subjects.push(Subject::start(&baseline, &theirs));
+        subjects.push(Subject::start(&baseline, &theirs, &[]));
+        labels.push("base");
+    }
+    if std::env::var_os("CODEMODE_BENCH_TELEMETRY").is_some() {
+        let traced = dir.path().join("traced");
+        std::fs::create_dir_all(&traced).unwrap();
+        let sink = otlp_sink();
+        let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", sink.as_str())];
+        subjects.push(Subject::start(common::BIN, &traced, &env));
+        labels.push("traced");
     }
 
     // Every round takes one sample of every case (of every server), so a change in the
@@ -203,42 +257,42 @@ fn main() {
         "codemode over HTTP (keep-alive, loopback), median of {} per case; loaded: {cores} busy loops at normal priority:",
         blocks / 2 * per_block
     );
-    if subjects.len() == 1 {
-        println!(
-            "  {:<44} {:>10} {:>10} {:>7}",
-            "", "quiet", "loaded", "ratio"
+    print!(
+        "  {:<44} {:>10} {:>10} {:>7}",
+        "", "quiet", "loaded", "ratio"
+    );
+    for label in &labels[1..] {
+        print!(
+            " {:>12} {:>10} {:>7} {:>12} {:>9}",
+            format!("{label} quiet"),
+            "loaded",
+            "ratio",
+            format!("{label}/{}", labels[0]),
+            "loaded"
         );
-        for case in &subjects[0].cases {
-            let (quiet, loaded) = case.medians();
-            println!(
-                "  {:<44} {:>10} {:>10} {:>7.2}",
-                case.name,
-                ms(quiet),
-                ms(loaded),
-                loaded.as_secs_f64() / quiet.as_secs_f64()
+    }
+    println!();
+    let r = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    for (i, case) in subjects[0].cases.iter().enumerate() {
+        let (q, l) = case.medians();
+        print!(
+            "  {:<44} {:>10} {:>10} {:>7.2}",
+            case.name,
+            ms(q),
+            ms(l),
+            r(l, q)
+        );
+        for other in &subjects[1..] {
+            let (oq, ol) = other.cases[i].medians();
+            print!(
+                " {:>12} {:>10} {:>7.2} {:>12.2} {:>9.2}",
+                ms(oq),
+                ms(ol),
+                r(ol, oq),
+                r(oq, q),
+                r(ol, l)
             );
         }
-        return;
-    }
-    println!(
-        "  {:<44} {:>10} {:>10} {:>7} {:>10} {:>10} {:>7} {:>9} {:>9}",
-        "", "quiet", "loaded", "ratio", "base quiet", "loaded", "ratio", "new/base", "loaded"
-    );
-    for (new, old) in subjects[0].cases.iter().zip(&subjects[1].cases) {
-        let (nq, nl) = new.medians();
-        let (oq, ol) = old.medians();
-        let r = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
-        println!(
-            "  {:<44} {:>10} {:>10} {:>7.2} {:>10} {:>10} {:>7.2} {:>9.2} {:>9.2}",
-            new.name,
-            ms(nq),
-            ms(nl),
-            r(nl, nq),
-            ms(oq),
-            ms(ol),
-            r(ol, oq),
-            r(nq, oq),
-            r(nl, ol)
-        );
+        println!();
     }
 }

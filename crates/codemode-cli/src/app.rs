@@ -226,6 +226,9 @@ pub async fn build(settings: &Settings) -> Result<App> {
         .open(store.clone())
         .context("[workspace] in codemode.toml")?;
     let mut builder = Runtime::builder(store, Arc::new(executor(settings)));
+    if let Some(carrier) = codemode_server::telemetry::carrier() {
+        builder = builder.trace_carrier(carrier);
+    }
     if let Some(keep) = settings.config.max_executions {
         builder = builder.max_executions(keep);
     }

@@ -2,18 +2,19 @@
 
 use clap::Parser;
 use codemode_cli::cli;
+use codemode_server::telemetry;
 
 fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CODEMODE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match args.log_format.as_str() {
-        "json" => logs.json().flatten_event(true).init(),
-        _ => logs.init(),
-    }
+    // Log lines, and OpenTelemetry traces when an OTLP endpoint is set; kept until exit.
+    let config = args.common.config.as_deref();
+    let _telemetry = match telemetry::init(&args.log_format, config, |v| std::env::var(v).ok()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     // Passes run on the workers (see `app::executor`): 8 MiB leaves room for the sandbox's
     // JavaScript stack and the host calls polled under it.
     let runtime = match tokio::runtime::Builder::new_multi_thread()

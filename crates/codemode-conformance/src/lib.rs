@@ -41,6 +41,7 @@ pub async fn insert_running(
         created_at: at,
         updated_at: at,
         decisions: Vec::new(),
+        traceparent: None,
     };
     let lease = codemode::Lease {
         owner: owner.into(),

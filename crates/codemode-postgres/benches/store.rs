@@ -185,6 +185,7 @@ fn execution(id: &str) -> Execution {
         created_at: 0,
         updated_at: 0,
         decisions: Vec::new(),
+        traceparent: None,
     }
 }
 

@@ -77,7 +77,7 @@ const WITH_LOG_COLUMNS: &str = "
        e.id, e.code, e.status, e.result, e.error, e.logs, e.connectors, e.created_at,
        e.updated_at, e.decisions, l.seqs, l.connectors, l.methods, l.args, l.results,
        l.errors, l.approvals, l.ephemerals, l.states, l.approved_args, l.decisions,
-       l.delivered";
+       l.delivered, e.traceparent";
 
 /// The log of `e`, aggregated into one array per column.
 const LOG_JOIN: &str = "
@@ -122,6 +122,7 @@ pub(crate) fn execution(row: &Row) -> Result<Execution, StoreError> {
         connectors: strings(&connectors, &what("connectors"))?,
         created_at: get(row, 7)?,
         updated_at: get(row, 8)?,
+        traceparent: get(row, 22)?,
         id,
     })
 }

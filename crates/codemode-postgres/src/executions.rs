@@ -38,8 +38,8 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
         "WITH cas AS (
     INSERT INTO codemode_executions (runtime, id, code, status, result, error, logs,
                                      connectors, created_at, updated_at, lease_owner,
-                                     lease_until_ms, decisions)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14)
+                                     lease_until_ms, decisions, traceparent)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15)
     RETURNING 1
 ), entries AS (
     {}
@@ -49,7 +49,7 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
     {}
 )
 SELECT count(*) FROM pruned",
-        upsert_entries(15),
+        upsert_entries(16),
         prune_sql("$13"),
         undo_sql("pruned")
     )
@@ -82,7 +82,7 @@ pub(crate) async fn insert(
     let entries = EntryArrays::new(&execution.log)?;
     let status = execution.status.as_str();
     let decisions = codec::json_decisions(&execution.decisions)?;
-    let head: [&(dyn ToSql + Sync); 14] = [
+    let head: [&(dyn ToSql + Sync); 15] = [
         &runtime,
         &execution.id,
         &execution.code,
@@ -97,6 +97,7 @@ pub(crate) async fn insert(
         &until,
         &keep,
         &decisions,
+        &execution.traceparent,
     ];
     let params: Vec<&(dyn ToSql + Sync)> = head.into_iter().chain(entries.params()).collect();
     let stmt = client

@@ -5,7 +5,7 @@ use codemode::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this build writes and reads (`codemode_schema_version.version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -123,6 +123,12 @@ UPDATE codemode_workspace_changes
     WHERE rtrim(key, '0123456789') LIKE '%:';
 CREATE INDEX codemode_workspace_changes_by_execution
     ON codemode_workspace_changes (execution_id);
+";
+
+/// Version 7: the trace context of each execution's first pass (a W3C `traceparent`),
+/// which later passes continue; NULL when the host does not trace.
+const V7: &str = "
+ALTER TABLE codemode_executions ADD COLUMN traceparent TEXT;
 ";
 
 const VERSION_TABLE: &str = "

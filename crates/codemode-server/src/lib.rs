@@ -34,6 +34,7 @@ mod reply;
 pub mod saved;
 mod start;
 mod state;
+pub mod telemetry;
 pub mod text;
 pub mod wait;
 pub mod when;
@@ -76,6 +77,7 @@ pub fn routes(state: SharedState) -> Router {
         .merge(console::router())
         .layer(middleware::from_fn(reply::json_errors))
         .layer(middleware::from_fn_with_state(state.clone(), guard::check))
+        .layer(middleware::from_fn(telemetry::http))
         .with_state(state)
 }
 

@@ -21,6 +21,11 @@ const WAIT_BUCKETS: &[f64] = &[
     1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0,
 ];
 
+/// Bucket bounds, in seconds, of a store commit.
+const COMMIT_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+
 /// A cumulative histogram with fixed bounds.
 #[derive(Debug, Clone)]
 struct Histogram {
@@ -88,6 +93,7 @@ struct Counts {
     approval_wait: BTreeMap<&'static str, Histogram>,
     limits: BTreeMap<&'static str, u64>,
     live: HashMap<String, Live>,
+    commits: Option<Histogram>,
 }
 
 /// The counters of one server, fed by its runtime's events.
@@ -111,6 +117,15 @@ impl Metrics {
         runtime.observe(move |event| {
             if let Some(m) = weak.upgrade() {
                 count(&m, event);
+            }
+        });
+        let weak = Arc::downgrade(&metrics);
+        runtime.observe_commits(move |took| {
+            if let Some(m) = weak.upgrade() {
+                m.lock()
+                    .commits
+                    .get_or_insert_with(|| Histogram::new(COMMIT_BUCKETS))
+                    .observe(took.as_secs_f64());
             }
         });
         metrics
@@ -261,6 +276,38 @@ impl Metrics {
                 "codemode_sandbox_limit_hits_total{{limit=\"{limit}\"}} {n}"
             );
         }
+        head(
+            &mut out,
+            "codemode_store_commit_duration_seconds",
+            "histogram",
+            "How long the store took to commit a pass's or a decision's writes.",
+        );
+        c.commits
+            .clone()
+            .unwrap_or_else(|| Histogram::new(COMMIT_BUCKETS))
+            .write(&mut out, "codemode_store_commit_duration_seconds", "");
+        head(
+            &mut out,
+            "codemode_trace_spans_exported_total",
+            "counter",
+            "Trace spans the OTLP collector accepted (0 while telemetry is off).",
+        );
+        let _ = writeln!(
+            out,
+            "codemode_trace_spans_exported_total {}",
+            crate::telemetry::exported_spans()
+        );
+        head(
+            &mut out,
+            "codemode_trace_spans_dropped_total",
+            "counter",
+            "Trace spans dropped: the export queue was full, or the collector did not take them.",
+        );
+        let _ = writeln!(
+            out,
+            "codemode_trace_spans_dropped_total {}",
+            crate::telemetry::dropped_spans()
+        );
         out
     }
 }

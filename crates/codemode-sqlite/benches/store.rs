@@ -162,6 +162,7 @@ fn execution(id: &str) -> Execution {
         created_at: 1,
         updated_at: 1,
         decisions: Vec::new(),
+        traceparent: None,
     }
 }
 

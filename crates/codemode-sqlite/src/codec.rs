@@ -81,7 +81,7 @@ pub(crate) fn seq_to_sql(seq: u64) -> Result<i64, StoreError> {
 
 /// The columns [`RawExecution::read`] expects, in order.
 pub(crate) const EXECUTION_COLUMNS: &str =
-    "id, code, status, result, error, logs, connectors, created_at, updated_at, decisions";
+    "id, code, status, result, error, logs, connectors, created_at, updated_at, decisions, traceparent";
 
 /// An execution row as read, before JSON and status decoding.
 pub(crate) struct RawExecution {
@@ -95,6 +95,7 @@ pub(crate) struct RawExecution {
     created_at: i64,
     updated_at: i64,
     decisions: Option<String>,
+    traceparent: Option<String>,
 }
 
 impl RawExecution {
@@ -111,6 +112,7 @@ impl RawExecution {
             created_at: row.get(at + 7)?,
             updated_at: row.get(at + 8)?,
             decisions: row.get(at + 9)?,
+            traceparent: row.get(at + 10)?,
         })
     }
 
@@ -131,6 +133,7 @@ impl RawExecution {
             error: self.error,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            traceparent: self.traceparent,
             id: self.id,
         })
     }

@@ -11,8 +11,9 @@ use std::collections::HashMap;
 
 const INSERT: &str = "
 INSERT INTO executions (runtime, id, code, status, result, error, logs, connectors,
-                        created_at, updated_at, lease_owner, lease_until_ms, decisions)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+                        created_at, updated_at, lease_owner, lease_until_ms, decisions,
+                        traceparent)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 
 /// Terminal executions past the newest `?2`, newest first (insertion order breaks ties).
 const BEYOND_KEEP: &str = "
@@ -57,6 +58,7 @@ pub(crate) fn insert(
             running.then_some(lease.owner.as_str()),
             running.then_some(lease.until_ms),
             decisions,
+            execution.traceparent,
         ])
     });
     match inserted {

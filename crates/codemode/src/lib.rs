@@ -44,8 +44,9 @@ pub use model::{
     PendingAction, RevertFailure, RollbackReport, Snippet,
 };
 pub use runtime::{
-    Approval, EventObserver, Runtime, RuntimeBuilder, RuntimeEvent, SaveSnippet, TransformResult,
-    CANCEL_GRACE, EVENT_BUFFER, MAX_EVENT_ERROR_CHARS, WAIT_POLL,
+    Approval, CommitObserver, EventObserver, Runtime, RuntimeBuilder, RuntimeEvent, SaveSnippet,
+    TraceCarrier, TransformResult, CANCEL_GRACE, EVENT_BUFFER, MAX_EVENT_ERROR_CHARS, TRACE_TARGET,
+    WAIT_POLL,
 };
 pub use rust_connector::{RustConnector, RustTool};
 pub use schema_check::schema_problem;

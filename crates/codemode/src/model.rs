@@ -78,6 +78,10 @@ pub struct Execution {
     /// Every decision people made about it (approve, reject, rollback, cancel), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decisions: Vec<Decision>,
+    /// The trace context of its first pass (a W3C `traceparent`, opaque to the runtime),
+    /// which later passes continue; kept only when the host traces ([`crate::TraceCarrier`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 impl Execution {

@@ -8,21 +8,30 @@ use super::{
 use codemode::{Claim, EntryState, ExecutionStatus, Store};
 use ExecutionStatus::{Paused, Running};
 
+/// The trace context the paused executions of these cases keep.
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
 /// Inserts `id` (recording the connectors github and stripe, with an applied and a pending
-/// entry) and pauses it at 5.
+/// entry, and a trace context) and pauses it at 5.
 async fn paused_with_a_log(store: &dyn Store, id: &str) {
     let mut e = execution(id, 1);
     e.log = vec![entry(0, EntryState::Applied), entry(1, EntryState::Pending)];
+    e.traceparent = Some(TRACEPARENT.into());
     insert_execution(store, RT, &e, 1_000).await;
     let pause = transition(id, Some("n"), Running, Paused, 5);
     assert!(store.commit(RT, &pause).await.unwrap(), "the pause");
 }
 
-/// A won claim returns the execution as claimed, log included, exactly as a read then shows
-/// it; a refused one returns the execution as it is; an unknown id is `Unknown`.
+/// A won claim returns the execution as claimed, log and trace context included, exactly as
+/// a read then shows it; a refused one returns the execution as it is; an unknown id is `Unknown`.
 pub async fn a_claim_returns_the_execution_it_won_or_the_one_it_was_refused(store: &dyn Store) {
     paused_with_a_log(store, "e").await;
     let before = read(store, RT, "e").await;
+    assert_eq!(
+        before.traceparent.as_deref(),
+        Some(TRACEPARENT),
+        "the trace context"
+    );
     let all = before.connectors.clone();
     let l = lease("n2", 500);
     match claim(store, RT, "e", Running, &l, 10, &all).await {

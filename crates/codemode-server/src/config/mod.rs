@@ -7,10 +7,12 @@
 
 mod connectors;
 mod secrets;
+mod telemetry;
 mod workspace;
 
 pub use connectors::ConnectorConfig;
 pub use secrets::MissingSecret;
+pub use telemetry::{check_endpoint, TelemetrySection, DEFAULT_MAX_QUEUE};
 pub use workspace::WorkspaceSection;
 
 use codemode_mcp::McpConfig;
@@ -61,6 +63,9 @@ pub struct Config {
     /// The durable files the sandbox reaches as `state` (on by default).
     #[serde(default)]
     pub workspace: WorkspaceSection,
+    /// OpenTelemetry traces (off unless an endpoint is set).
+    #[serde(default)]
+    pub telemetry: TelemetrySection,
 }
 
 /// `[tool]`: the `codemode` tool as the model sees it.
@@ -181,6 +186,7 @@ impl Config {
             })?;
         }
         config.check_bounds().map_err(invalid)?;
+        config.telemetry.check().map_err(invalid)?;
         config
             .workspace
             .check(config.connectors.keys())

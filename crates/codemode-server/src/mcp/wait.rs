@@ -13,6 +13,7 @@ use rmcp::ErrorData as McpError;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// The tool's input schema: `code` (JavaScript to run) or `executionId` (an execution to pick
 /// up), exactly one of them.
@@ -47,9 +48,31 @@ fn actor_of(context: &RequestContext<RoleServer>) -> Actor {
         .map_or_else(Actor::local, |p| Actor::from(p.name.clone()))
 }
 
+/// The request's W3C `traceparent`: in its `_meta`, else in the HTTP request's headers.
+fn traceparent_of(context: &RequestContext<RoleServer>) -> Option<String> {
+    if let Some(Value::String(tp)) = context.meta.get("traceparent") {
+        return Some(tp.clone());
+    }
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.headers.get("traceparent"))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 impl CodemodeMcp {
     /// Answers one `codemode` tool call: runs `code`, or picks up `executionId`.
     pub async fn answer(
+        &self,
+        arguments: Option<JsonObject>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let span = crate::telemetry::request_span("mcp", traceparent_of(&context).as_deref());
+        self.answer_in(arguments, context).instrument(span).await
+    }
+
+    async fn answer_in(
         &self,
         arguments: Option<JsonObject>,
         context: RequestContext<RoleServer>,

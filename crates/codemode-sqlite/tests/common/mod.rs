@@ -32,6 +32,7 @@ pub fn execution(id: &str, created_at: i64) -> Execution {
         created_at,
         updated_at: created_at,
         decisions: Vec::new(),
+        traceparent: None,
     }
 }
 

@@ -158,16 +158,15 @@ impl Runtime {
                         at: now_ms(),
                         ..decision.for_entry()
                     });
-                    let written = inner
-                        .store
-                        .commit(
-                            &inner.name,
+                    let written = self
+                        .commit_traced(
                             &Commit {
                                 execution_id: execution.id.clone(),
                                 owner: Some(inner.node.clone()),
                                 entries: vec![reverted],
                                 transition: None,
                             },
+                            None,
                         )
                         .await?;
                     if !written {
@@ -209,16 +208,14 @@ impl Runtime {
         let t = Transition::new(execution.status, ExecutionStatus::RolledBack, now_ms())
             .with_decision(decision);
         let won = self
-            .inner
-            .store
-            .commit(
-                &self.inner.name,
+            .commit_traced(
                 &Commit {
                     execution_id: id.to_string(),
                     owner: Some(self.inner.node.clone()),
                     entries: Vec::new(),
                     transition: Some(t),
                 },
+                None,
             )
             .await?;
         if won {
@@ -423,16 +420,14 @@ impl Runtime {
         let mut t = Transition::new(from, to, now_ms());
         t.error = error;
         let won = self
-            .inner
-            .store
-            .commit(
-                &self.inner.name,
+            .commit_traced(
                 &Commit {
                     execution_id: id.to_string(),
                     owner: None,
                     entries: Vec::new(),
                     transition: Some(t),
                 },
+                None,
             )
             .await?;
         if won {

@@ -13,6 +13,7 @@ use crate::store::{Claim, Commit, Transition};
 use crate::value::{serialized_len, MAX_DURABLE_VALUE_CHARS};
 use serde_json::Value;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// How long a cancel waits for the pass running the execution on this node to stop at a
 /// host call and record what it did, before it marks the execution cancelled in the store.
@@ -73,11 +74,34 @@ impl Runtime {
         execution_id: &str,
         approval: Approval,
     ) -> Result<Outcome, RuntimeError> {
-        let inner = &self.inner;
         let now = now_ms();
         let execution = self
             .hold_for(execution_id, ExecutionStatus::Paused, "approve", "paused")
             .await?;
+        let span = self.decision_span(&execution, "approve");
+        span.record("codemode.by", approval.by.as_str());
+        if let Some(seqs) = &approval.seqs {
+            span.record("codemode.seqs", tracing::field::debug(seqs));
+        }
+        let execution = self
+            .approve_held(execution, approval, now)
+            .instrument(span.clone())
+            .await?;
+        let pass = self.pass_span(&execution, Some(&span));
+        drop(span);
+        super::pass::run(self, execution, pass).await
+    }
+
+    /// Records the approval of a held `execution` and returns it as the next pass starts it.
+    async fn approve_held(
+        &self,
+        execution: Execution,
+        approval: Approval,
+        now: i64,
+    ) -> Result<Execution, RuntimeError> {
+        let inner = &self.inner;
+        let execution_id = execution.id.clone();
+        let execution_id = execution_id.as_str();
         let missing = inner.registry.missing(&execution.connectors);
         if !missing.is_empty() {
             self.release(execution_id).await;
@@ -101,7 +125,7 @@ impl Runtime {
             entries: entries.clone(),
             transition: Some(t),
         };
-        if !inner.store.commit(&inner.name, &commit).await? {
+        if !self.commit_traced(&commit, None).await? {
             return Err(RuntimeError::AlreadyHandled {
                 id: execution.id,
                 what: "taken from this approval (its hold expired)",
@@ -118,7 +142,7 @@ impl Runtime {
                 *slot = entry;
             }
         }
-        super::pass::run(self, execution).await
+        Ok(execution)
     }
 
     /// Checks `approval` against the held `execution` and builds the approved entries and
@@ -272,6 +296,9 @@ impl Runtime {
             }
             Claim::Refused(_) => return Ok(false),
         };
+        let span = self.decision_span(&execution, "reject");
+        span.record("codemode.by", by.as_str());
+        span.record("codemode.seqs", tracing::field::debug([seq]));
         if !is_pending(&execution, seq) {
             self.release(execution_id).await;
             return Ok(false);
@@ -294,7 +321,7 @@ impl Runtime {
             entries,
             transition: Some(t),
         };
-        if !inner.store.commit(&inner.name, &commit).await? {
+        if !self.commit_traced(&commit, Some(&span)).await? {
             return Err(RuntimeError::AlreadyHandled {
                 id: execution_id.to_string(),
                 what: "taken from this rejection (its hold expired)",
@@ -341,7 +368,7 @@ impl Runtime {
             entries: Vec::new(),
             transition: Some(t),
         };
-        if !inner.store.commit(&inner.name, &commit).await? {
+        if !self.commit_traced(&commit, None).await? {
             return Err(refuse_cancel(self.load(execution_id).await?));
         }
         crate::status::note_execution(ExecutionStatus::Running, ExecutionStatus::Cancelled);

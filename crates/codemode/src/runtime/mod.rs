@@ -9,6 +9,7 @@ mod finish;
 mod pass;
 pub(crate) mod registry;
 pub(crate) mod sdk;
+mod trace;
 pub(crate) mod transform;
 mod watch;
 
@@ -23,11 +24,13 @@ use registry::Registry;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 pub use caps::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_EXECUTION};
 pub use control::SaveSnippet;
 pub use decide::{Approval, CANCEL_GRACE};
 pub use sdk::{ToolOptions, TOOL_EXAMPLE};
+pub use trace::{CommitObserver, TraceCarrier, TRACE_TARGET};
 pub use transform::TransformResult;
 pub use watch::{EventObserver, RuntimeEvent, EVENT_BUFFER, MAX_EVENT_ERROR_CHARS, WAIT_POLL};
 
@@ -91,9 +94,17 @@ pub struct RuntimeBuilder {
     max_log_bytes: u64,
     max_snippet_depth: usize,
     caps: caps::Caps,
+    trace: Option<Arc<dyn TraceCarrier>>,
 }
 
 impl RuntimeBuilder {
+    /// Keeps each execution's trace context with `carrier`, so that passes after a pause
+    /// continue the trace of the first (see [`TraceCarrier`]); without one nothing is kept.
+    pub fn trace_carrier(mut self, carrier: Arc<dyn TraceCarrier>) -> Self {
+        self.trace = Some(carrier);
+        self
+    }
+
     /// Names the durable history (default `"default"`): letters, digits, `_`, `-` and `.`.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -208,6 +219,8 @@ impl RuntimeBuilder {
                 events: tokio::sync::broadcast::channel(watch::EVENT_BUFFER).0,
                 observers: std::sync::RwLock::default(),
                 passes: Arc::new(watch::Passes::default()),
+                trace: self.trace,
+                commit_observers: std::sync::RwLock::default(),
             }),
         })
     }
@@ -276,6 +289,8 @@ pub(crate) struct Inner {
     pub events: tokio::sync::broadcast::Sender<watch::RuntimeEvent>,
     pub observers: std::sync::RwLock<Vec<watch::EventObserver>>,
     pub passes: Arc<watch::Passes>,
+    pub trace: Option<Arc<dyn TraceCarrier>>,
+    pub commit_observers: std::sync::RwLock<Vec<CommitObserver>>,
 }
 
 impl Runtime {
@@ -294,6 +309,7 @@ impl Runtime {
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             max_snippet_depth: DEFAULT_MAX_SNIPPET_DEPTH,
             caps: caps::Caps::default(),
+            trace: None,
         }
     }
 
@@ -360,20 +376,30 @@ impl Runtime {
             created_at: now,
             updated_at: now,
             decisions: Vec::new(),
+            traceparent: None,
         };
-        let lease = self.lease(now);
-        inner
-            .store
-            .insert_execution(&inner.name, &execution, &lease, inner.max_executions)
-            .await?;
-        self.publish_status(&id, ExecutionStatus::Running);
-        if oversized {
-            let error = format!(
-                "the code is {code_len} characters; the limit for one durable value is {MAX_DURABLE_VALUE_CHARS}. Keep the code small: store large data elsewhere and pass a small reference (a path or an id)"
-            );
-            return self.fail_without_pass(&id, error).await;
+        let span = self.pass_span(&execution, None);
+        let mut execution = execution;
+        execution.traceparent = self.save_trace(&span);
+        let first = async {
+            let lease = self.lease(now);
+            inner
+                .store
+                .insert_execution(&inner.name, &execution, &lease, inner.max_executions)
+                .await?;
+            self.publish_status(&id, ExecutionStatus::Running);
+            if oversized {
+                let error = format!(
+                    "the code is {code_len} characters; the limit for one durable value is {MAX_DURABLE_VALUE_CHARS}. Keep the code small: store large data elsewhere and pass a small reference (a path or an id)"
+                );
+                return self.fail_without_pass(&id, error).await.map(Some);
+            }
+            Ok(None)
+        };
+        if let Some(outcome) = first.instrument(span.clone()).await? {
+            return Ok(outcome);
         }
-        pass::run(self, execution).await
+        pass::run(self, execution, span).await
     }
 
     /// Approves the pending actions of a paused execution as `local` and continues it by
@@ -444,7 +470,8 @@ impl Runtime {
         };
         crate::status::note_execution(from, ExecutionStatus::Running);
         self.publish_status(execution_id, ExecutionStatus::Running);
-        pass::run(self, execution).await
+        let span = self.pass_span(&execution, None);
+        pass::run(self, execution, span).await
     }
 
     fn lease(&self, now: i64) -> Lease {
@@ -466,18 +493,16 @@ impl Runtime {
         let inner = &self.inner;
         let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Error, now_ms());
         t.error = Some(error.clone());
-        inner
-            .store
-            .commit(
-                &inner.name,
-                &Commit {
-                    execution_id: id.to_string(),
-                    owner: Some(inner.node.clone()),
-                    entries: Vec::new(),
-                    transition: Some(t),
-                },
-            )
-            .await?;
+        self.commit_traced(
+            &Commit {
+                execution_id: id.to_string(),
+                owner: Some(inner.node.clone()),
+                entries: Vec::new(),
+                transition: Some(t),
+            },
+            None,
+        )
+        .await?;
         crate::status::note_execution(ExecutionStatus::Running, ExecutionStatus::Error);
         self.publish_end(id, ExecutionStatus::Error, Some(&error));
         self.pass_ended(id, PassEndStatus::Error).await;

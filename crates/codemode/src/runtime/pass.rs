@@ -11,6 +11,7 @@ use super::caps::{Gate, Permit};
 use super::cursor::{durable_text, json_size, Limits, ReplayCursor, Stop};
 use super::delivery::Wait;
 use super::finish::FinishOnDrop;
+use super::trace::call_outcome;
 use super::watch::{PassSignal, RuntimeEvent};
 use super::Runtime;
 use crate::connector::{CallContext, Connector, ExecutionEndStatus, PassEndStatus, ReplayPolicy};
@@ -28,6 +29,7 @@ use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
+use tracing::{Instrument, Span};
 
 /// The host side of one pass.
 pub(super) struct PassHost {
@@ -43,10 +45,26 @@ pub(super) struct PassHost {
     standing: Vec<Decision>,
     /// The calls in flight, within the caps per connector and per execution.
     gate: Arc<Gate>,
+    /// The pass's span, the parent of its call and commit spans.
+    span: Span,
 }
 
-/// Runs one pass of `execution` (already claimed as `running` by this node).
-pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outcome, RuntimeError> {
+/// Runs one pass of `execution` (already claimed as `running` by this node) inside `span`.
+pub(super) async fn run(
+    runtime: &Runtime,
+    execution: Execution,
+    span: Span,
+) -> Result<Outcome, RuntimeError> {
+    run_in(runtime, execution, span.clone())
+        .instrument(span)
+        .await
+}
+
+async fn run_in(
+    runtime: &Runtime,
+    execution: Execution,
+    span: Span,
+) -> Result<Outcome, RuntimeError> {
     let inner = &runtime.inner;
     let id = execution.id.clone();
     let guard = inner.passes.start(&id);
@@ -68,6 +86,7 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
         signal: guard.signal.clone(),
         standing,
         gate: Gate::new(inner.caps.clone()),
+        span: span.clone(),
     });
     let request = ExecuteRequest {
         code: execution.code,
@@ -160,22 +179,22 @@ pub(super) async fn run(runtime: &Runtime, execution: Execution) -> Result<Outco
     };
     let to = transition.to;
     let error = transition.error.clone();
-    let won = inner
-        .store
-        .commit(
-            &inner.name,
+    let won = runtime
+        .commit_traced(
             &Commit {
                 execution_id: id.clone(),
                 owner: Some(inner.node.clone()),
                 entries,
                 transition: Some(transition),
             },
+            Some(&span),
         )
         .await?;
     drop(guard);
     if !won {
         return lost_claim(runtime, &id).await;
     }
+    span.record("codemode.status", to.as_str());
     note_execution(ExecutionStatus::Running, to);
     runtime.publish_end(&id, to, error.as_deref());
     if let Outcome::Paused { pending, .. } = &outcome {
@@ -529,12 +548,12 @@ impl PassHost {
             return (None, self.abort(Stop::Fail(oversized(&what, size))));
         }
         let spec = &tool.spec;
-        let decision = {
+        let (at, decision) = {
             let mut cursor = self.lock();
             let Some(seq) = cursor.next_seq() else {
                 return (None, HostReply::Abort);
             };
-            match cursor.log.get(&seq) {
+            let plan = match cursor.log.get(&seq) {
                 Some(recorded) => {
                     if recorded.connector != call.namespace
                         || recorded.method != call.method
@@ -649,18 +668,33 @@ impl PassHost {
                         }
                     }
                 }
-            }
+            };
+            (seq, plan)
         };
+        let replayed = matches!(decision, CallPlan::Replay(..) | CallPlan::Rethrow(..));
+        let span = self.runtime.call_span(&self.span, &call, at, replayed);
         let (seq, mark, approved) = match decision {
-            CallPlan::Replay(ticket, value) => return (Some(ticket), HostReply::Value(value)),
-            CallPlan::Rethrow(ticket, message) => return (Some(ticket), HostReply::Throw(message)),
+            CallPlan::Replay(ticket, value) => {
+                call_outcome(&span, "ok");
+                return (Some(ticket), HostReply::Value(value));
+            }
+            CallPlan::Rethrow(ticket, message) => {
+                call_outcome(&span, "error");
+                return (Some(ticket), HostReply::Throw(message));
+            }
             CallPlan::Await => {
+                call_outcome(&span, "pending");
+                drop(span);
                 self.parked(Wait::Approval).await;
                 return (None, HostReply::Abort);
             }
-            CallPlan::Abort => return (None, HostReply::Abort),
+            CallPlan::Abort => {
+                call_outcome(&span, "aborted");
+                return (None, HostReply::Abort);
+            }
             CallPlan::Refuse(seq, message) => {
-                return record(&self.cursor, seq, Err(ToolError(message)))
+                call_outcome(&span, "rejected");
+                return record(&self.cursor, seq, Err(ToolError(message)));
             }
             CallPlan::Execute { seq, mark, args } => (seq, mark, args),
         };
@@ -687,10 +721,10 @@ impl PassHost {
             if let Err(stop) = self.flush().await {
                 return (None, self.abort(stop));
             }
-            return self.write(connector, call, ctx, permit).await;
+            return self.write(connector, call, ctx, permit, span).await;
         }
         let timeout = self.gate.timeout(&call.namespace);
-        let outcome = timed(&self.runtime, connector, call, ctx, timeout).await;
+        let outcome = timed(&self.runtime, connector, call, ctx, timeout, span).await;
         drop(permit);
         let reply = record(&self.cursor, seq, outcome);
         if self.lock().needs_flush() {
@@ -710,13 +744,14 @@ impl PassHost {
         call: HostCall,
         ctx: CallContext,
         permit: Permit,
+        span: Span,
     ) -> (Option<u64>, HostReply) {
         let seq = ctx.seq;
         let cursor = self.cursor.clone();
         let runtime = self.runtime.clone();
         let timeout = self.gate.timeout(&call.namespace);
         let run = async move {
-            let outcome = timed(&runtime, connector, call, ctx, timeout).await;
+            let outcome = timed(&runtime, connector, call, ctx, timeout, span).await;
             drop(permit);
             record(&cursor, seq, outcome)
         };
@@ -759,7 +794,7 @@ impl PassHost {
             entries,
             transition: None,
         };
-        match inner.store.commit(&inner.name, &commit).await {
+        match self.runtime.commit_traced(&commit, Some(&self.span)).await {
             Ok(true) => Ok(()),
             Ok(false) => Err(Stop::Fail(
                 "this node lost its claim on the execution (expired or taken over by another node)"
@@ -909,14 +944,15 @@ impl PassHost {
     }
 }
 
-/// Runs one connector call within its `timeout`, if any, publishing its start and its end
-/// with the time it took.
+/// Runs one connector call within its `timeout`, if any, inside its `span`, publishing its
+/// start and its end with the time it took.
 async fn timed(
     runtime: &Runtime,
     connector: Arc<dyn Connector>,
     call: HostCall,
     ctx: CallContext,
     timeout: Option<std::time::Duration>,
+    span: Span,
 ) -> Result<Value, ToolError> {
     let (execution_id, seq) = (ctx.execution_id.clone(), ctx.seq);
     runtime.publish(RuntimeEvent::CallStarted {
@@ -926,7 +962,9 @@ async fn timed(
         method: call.method.clone(),
     });
     let started = std::time::Instant::now();
-    let run = connector.execute(&call.method, call.args, ctx);
+    let run = connector
+        .execute(&call.method, call.args, ctx)
+        .instrument(span.clone());
     // The timer needs a tokio runtime; without one, the pass deadline bounds the call.
     let outcome = match timeout.filter(|_| tokio::runtime::Handle::try_current().is_ok()) {
         Some(limit) => match tokio::time::timeout(limit, run).await {
@@ -947,12 +985,15 @@ async fn timed(
                 None => value,
             },
         );
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    span.record("codemode.duration_ms", duration_ms as i64);
+    call_outcome(&span, if outcome.is_ok() { "ok" } else { "error" });
     runtime.publish(RuntimeEvent::CallEnded {
         execution_id,
         seq,
         connector: call.namespace,
         method: call.method,
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        duration_ms,
         ok: outcome.is_ok(),
     });
     outcome
