@@ -3,7 +3,6 @@
 use crate::codec::{json, json_decision, json_strings, Ctx};
 use crate::entries::upsert_entries;
 use crate::executions::read_in;
-use crate::tx::Tx;
 use codemode::{
     check_transition, Claim, Commit, Execution, ExecutionStatus, Lease, StoreError, Transition,
 };
@@ -50,9 +49,10 @@ const RELEASE: &str = "
 UPDATE executions SET lease_owner = NULL, lease_until_ms = NULL
 WHERE runtime = ?1 AND id = ?2 AND lease_owner = ?3 AND status <> 'running'";
 
-/// Applies `commit` in one `BEGIN IMMEDIATE` transaction: the CAS first, then the entries.
+/// Applies `commit` inside the writer's transaction: the CAS first, then the entries. A
+/// refused CAS writes nothing.
 pub(crate) fn commit(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
     commit: &Commit,
@@ -60,10 +60,9 @@ pub(crate) fn commit(
     if let Some(t) = &commit.transition {
         check_transition(t.from, t.to)?;
     }
-    let tx = Tx::write(conn, loc)?;
     let id = commit.execution_id.as_str();
     let holds = match (&commit.transition, &commit.owner) {
-        (Some(t), owner) => transition(&tx, loc, runtime, id, t, owner.as_deref())?,
+        (Some(t), owner) => transition(tx, loc, runtime, id, t, owner.as_deref())?,
         (None, Some(owner)) => tx
             .prepare_cached(HOLDS_LEASE)
             .and_then(|mut s| s.exists(params![runtime, id, owner]))
@@ -74,11 +73,9 @@ pub(crate) fn commit(
             .ctx(loc, "finding the execution")?,
     };
     if !holds {
-        // Dropping the transaction rolls it back: nothing was written.
         return Ok(false);
     }
-    upsert_entries(&tx, loc, runtime, id, &commit.entries)?;
-    tx.commit(loc)?;
+    upsert_entries(tx, loc, runtime, id, &commit.entries)?;
     Ok(true)
 }
 
@@ -115,12 +112,12 @@ fn transition(
     Ok(changed == 1)
 }
 
-/// Reads the execution and moves it from `from` to `running` under `lease`, in one
-/// `BEGIN IMMEDIATE` transaction; from `running` only once the old lease expired, and only
+/// Reads the execution and moves it from `from` to `running` under `lease`, in the writer's
+/// transaction; from `running` only once the old lease expired, and only
 /// when every connector it recorded is `available`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn claim(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
     id: &str,
@@ -130,18 +127,16 @@ pub(crate) fn claim(
     available: &[String],
 ) -> Result<Claim, StoreError> {
     check_transition(from, ExecutionStatus::Running)?;
-    let tx = Tx::write(conn, loc)?;
-    let Some(found) = read_in(&tx, loc, runtime, id)? else {
+    let Some(found) = read_in(tx, loc, runtime, id)? else {
         return Ok(Claim::Unknown);
     };
     if !found.connectors.iter().all(|c| available.contains(c)) {
         return Ok(Claim::Refused(found));
     }
     let args = (runtime, id, from, lease, now_ms);
-    if !take_lease(&tx, loc, CLAIM, "claiming an execution", args)? {
+    if !take_lease(tx, loc, CLAIM, "claiming an execution", args)? {
         return Ok(Claim::Refused(found));
     }
-    tx.commit(loc)?;
     Ok(Claim::Won(Execution {
         status: ExecutionStatus::Running,
         updated_at: now_ms,
@@ -150,9 +145,9 @@ pub(crate) fn claim(
 }
 
 /// Takes a decision's `lease` on an execution in `from` (not running), reading it in the
-/// same `BEGIN IMMEDIATE` transaction; refused while another lease is live.
+/// writer's same transaction; refused while another lease is live.
 pub(crate) fn hold(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
     id: &str,
@@ -160,15 +155,13 @@ pub(crate) fn hold(
     lease: &Lease,
     now_ms: i64,
 ) -> Result<Claim, StoreError> {
-    let tx = Tx::write(conn, loc)?;
-    let Some(found) = read_in(&tx, loc, runtime, id)? else {
+    let Some(found) = read_in(tx, loc, runtime, id)? else {
         return Ok(Claim::Unknown);
     };
     let args = (runtime, id, from, lease, now_ms);
-    if !take_lease(&tx, loc, HOLD, "holding an execution", args)? {
+    if !take_lease(tx, loc, HOLD, "holding an execution", args)? {
         return Ok(Claim::Refused(found));
     }
-    tx.commit(loc)?;
     Ok(Claim::Won(found))
 }
 
@@ -199,7 +192,7 @@ fn take_lease(
 
 /// Drops the lease `owner` holds on an execution that is not running.
 pub(crate) fn release(
-    conn: &mut Connection,
+    conn: &Connection,
     loc: &str,
     runtime: &str,
     id: &str,

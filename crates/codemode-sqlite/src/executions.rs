@@ -29,7 +29,7 @@ const DELETE_FILE_UNDO: &str = "DELETE FROM workspace_changes WHERE execution_id
 
 /// Inserts a running execution (and any entries it carries), then prunes beyond `keep`.
 pub(crate) fn insert(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
     execution: &Execution,
@@ -41,7 +41,6 @@ pub(crate) fn insert(
     let connectors = json_strings(&execution.connectors)?;
     let decisions = crate::codec::json_decisions(&execution.decisions)?;
     let running = execution.status == ExecutionStatus::Running;
-    let tx = Tx::write(conn, loc)?;
     let inserted = tx.prepare_cached(INSERT).and_then(|mut s| {
         s.execute(params![
             runtime,
@@ -68,26 +67,17 @@ pub(crate) fn insert(
         }
         other => other.ctx(loc, "inserting an execution")?,
     };
-    upsert_entries(&tx, loc, runtime, &execution.id, &execution.log)?;
-    let pruned = prune_in(&tx, loc, runtime, keep)?;
-    tx.commit(loc)?;
-    Ok(pruned)
+    upsert_entries(tx, loc, runtime, &execution.id, &execution.log)?;
+    prune(tx, loc, runtime, keep)
 }
 
 /// Deletes terminal executions beyond the newest `keep`.
 pub(crate) fn prune(
-    conn: &mut Connection,
+    conn: &Connection,
     loc: &str,
     runtime: &str,
     keep: usize,
 ) -> Result<usize, StoreError> {
-    let tx = Tx::write(conn, loc)?;
-    let pruned = prune_in(&tx, loc, runtime, keep)?;
-    tx.commit(loc)?;
-    Ok(pruned)
-}
-
-fn prune_in(conn: &Connection, loc: &str, runtime: &str, keep: usize) -> Result<usize, StoreError> {
     let keep = i64::try_from(keep).unwrap_or(i64::MAX);
     let ids: Vec<String> = conn
         .prepare_cached(BEYOND_KEEP)
@@ -114,13 +104,12 @@ fn remove(conn: &Connection, loc: &str, runtime: &str, id: &str) -> Result<(), S
 
 /// Deletes one terminal execution and its log unless a lease live at `now_ms` holds it.
 pub(crate) fn delete(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
     id: &str,
     now_ms: i64,
 ) -> Result<Deletion, StoreError> {
-    let tx = Tx::write(conn, loc)?;
     let found: Option<(String, Option<i64>)> = tx
         .prepare_cached(
             "SELECT status, lease_until_ms FROM executions WHERE runtime = ?1 AND id = ?2",
@@ -137,8 +126,7 @@ pub(crate) fn delete(
     if !found.is_terminal() || lease_until.is_some_and(|until| until >= now_ms) {
         return Ok(Deletion::Refused(found));
     }
-    remove(&tx, loc, runtime, id)?;
-    tx.commit(loc)?;
+    remove(tx, loc, runtime, id)?;
     Ok(Deletion::Deleted(found))
 }
 
