@@ -1,7 +1,7 @@
 //! The hot path: [`commit`] (entries plus a status change, as one CAS) and [`claim`].
 
 use crate::codec::{json, json_decision, json_strings, Ctx};
-use crate::entries::upsert_entries;
+use crate::entries;
 use crate::executions::read_in;
 use codemode::{
     check_transition, Claim, Commit, Execution, ExecutionStatus, Lease, StoreError, Transition,
@@ -49,17 +49,63 @@ const RELEASE: &str = "
 UPDATE executions SET lease_owner = NULL, lease_until_ms = NULL
 WHERE runtime = ?1 AND id = ?2 AND lease_owner = ?3 AND status <> 'running'";
 
-/// Applies `commit` inside the writer's transaction: the CAS first, then the entries. A
-/// refused CAS writes nothing.
+/// A [`Commit`] encoded on the caller's thread for [`commit`].
+pub(crate) struct Encoded {
+    execution_id: String,
+    owner: Option<String>,
+    entries: Vec<entries::Encoded>,
+    transition: Option<EncodedTransition>,
+}
+
+struct EncodedTransition {
+    from: &'static str,
+    to: &'static str,
+    result: Option<String>,
+    error: Option<String>,
+    logs: Option<String>,
+    at_ms: i64,
+    drops_lease: bool,
+    decision: Option<String>,
+}
+
+/// Checks the transition and encodes `commit`'s JSON, before it is sent to the writer.
+pub(crate) fn encode(commit: &Commit) -> Result<Encoded, StoreError> {
+    let transition = match &commit.transition {
+        None => None,
+        Some(t) => {
+            check_transition(t.from, t.to)?;
+            Some(encode_transition(t)?)
+        }
+    };
+    Ok(Encoded {
+        execution_id: commit.execution_id.clone(),
+        owner: commit.owner.clone(),
+        entries: entries::encode(&commit.entries)?,
+        transition,
+    })
+}
+
+fn encode_transition(t: &Transition) -> Result<EncodedTransition, StoreError> {
+    Ok(EncodedTransition {
+        from: t.from.as_str(),
+        to: t.to.as_str(),
+        result: t.result.as_ref().map(json).transpose()?,
+        error: t.error.clone(),
+        logs: t.logs.as_deref().map(json_strings).transpose()?,
+        at_ms: t.at_ms,
+        drops_lease: t.to != ExecutionStatus::Running,
+        decision: t.decision.as_ref().map(json_decision).transpose()?,
+    })
+}
+
+/// Applies an encoded commit inside the writer's transaction: the CAS first, then the
+/// entries. A refused CAS writes nothing.
 pub(crate) fn commit(
     tx: &Connection,
     loc: &str,
     runtime: &str,
-    commit: &Commit,
+    commit: &Encoded,
 ) -> Result<bool, StoreError> {
-    if let Some(t) = &commit.transition {
-        check_transition(t.from, t.to)?;
-    }
     let id = commit.execution_id.as_str();
     let holds = match (&commit.transition, &commit.owner) {
         (Some(t), owner) => transition(tx, loc, runtime, id, t, owner.as_deref())?,
@@ -75,7 +121,7 @@ pub(crate) fn commit(
     if !holds {
         return Ok(false);
     }
-    upsert_entries(tx, loc, runtime, id, &commit.entries)?;
+    entries::upsert_entries(tx, loc, runtime, id, &commit.entries)?;
     Ok(true)
 }
 
@@ -84,28 +130,24 @@ fn transition(
     loc: &str,
     runtime: &str,
     id: &str,
-    t: &Transition,
+    t: &EncodedTransition,
     owner: Option<&str>,
 ) -> Result<bool, StoreError> {
-    let result = t.result.as_ref().map(json).transpose()?;
-    let logs = t.logs.as_deref().map(json_strings).transpose()?;
-    let drops_lease = t.to != ExecutionStatus::Running;
-    let decision = t.decision.as_ref().map(json_decision).transpose()?;
     let changed = conn
         .prepare_cached(TRANSITION)
         .and_then(|mut s| {
             s.execute(params![
                 runtime,
                 id,
-                t.from.as_str(),
-                t.to.as_str(),
-                result,
+                t.from,
+                t.to,
+                t.result,
                 t.error,
-                logs,
+                t.logs,
                 t.at_ms,
                 owner,
-                drops_lease,
-                decision,
+                t.drops_lease,
+                t.decision,
             ])
         })
         .ctx(loc, "changing the status")?;
