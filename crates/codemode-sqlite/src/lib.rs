@@ -157,7 +157,8 @@ impl Store for SqliteStore {
     }
 
     async fn commit(&self, runtime: &str, commit: &Commit) -> Result<bool, StoreError> {
-        let (runtime, commit) = (runtime.to_owned(), commit.clone());
+        // Checked and encoded here, so the writer thread only binds text.
+        let (runtime, commit) = (runtime.to_owned(), commit::encode(commit)?);
         self.writer
             .write(move |c, loc| commit::commit(c, loc, &runtime, &commit))
             .await
@@ -241,6 +242,22 @@ impl Store for SqliteStore {
         let (runtime, id) = (runtime.to_owned(), id.map(str::to_owned));
         self.readers
             .read(move |c, loc| executions::pending(c, loc, &runtime, id.as_deref()))
+            .await
+    }
+
+    async fn pending_page(
+        &self,
+        runtime: &str,
+        after: Option<(&str, u64)>,
+        limit: usize,
+    ) -> Result<Vec<PendingAction>, StoreError> {
+        let runtime = runtime.to_owned();
+        let after = after.map(|(id, seq)| (id.to_owned(), seq));
+        self.readers
+            .read(move |c, loc| {
+                let after = after.as_ref().map(|(id, seq)| (id.as_str(), *seq));
+                executions::pending_page(c, loc, &runtime, after, limit)
+            })
             .await
     }
 
