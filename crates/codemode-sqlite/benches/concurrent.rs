@@ -87,7 +87,9 @@ async fn run(store: Arc<SqliteStore>, n: usize, length: Duration) -> (f64, Durat
             })
         })
         .collect();
-    tokio::time::sleep(length).await;
+    // A blocking sleep on the bench's own thread: tasks whose store calls never yield (SQL
+    // run inline) would keep the workers from driving tokio's timer.
+    std::thread::sleep(length);
     stop.store(true, Ordering::Relaxed);
     let mut times = Vec::new();
     for h in handles {
