@@ -264,6 +264,54 @@ pub(crate) async fn stale(
         .collect()
 }
 
+/// One page of pending actions in the order of [`pending`], from just after the action `after`
+/// (found by its execution's place, whatever that execution's status now), in one statement.
+pub(crate) async fn pending_page(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    after: Option<(&str, u64)>,
+    limit: usize,
+) -> Result<Vec<PendingAction>, StoreError> {
+    let (created_at, pk, seq) = match after {
+        None => (i64::MAX, i64::MAX, -1),
+        Some((id, seq)) => {
+            let stmt = client
+                .prepare_cached(
+                    "SELECT created_at, pk FROM codemode_executions WHERE runtime = $1 AND id = $2",
+                )
+                .await
+                .ctx(loc, "preparing a cursor query")?;
+            let place = client
+                .query_opt(&stmt, &[&runtime, &id])
+                .await
+                .ctx(loc, "finding a pending page's cursor")?;
+            let Some(place) = place else {
+                return Ok(Vec::new());
+            };
+            (get(&place, 0)?, get(&place, 1)?, codec::seq_to_sql(seq)?)
+        }
+    };
+    let stmt = client
+        .prepare_cached(
+            "SELECT l.execution_id, l.seq, l.connector, l.method, l.args
+             FROM codemode_executions e JOIN codemode_log_entries l
+               ON l.runtime = e.runtime AND l.execution_id = e.id
+             WHERE e.runtime = $1 AND e.status = 'paused' AND l.state = 'pending'
+               AND (e.created_at, e.pk) <= ($2, $3) AND (e.pk <> $3 OR l.seq > $4)
+             ORDER BY e.created_at DESC, e.pk DESC, l.seq
+             LIMIT $5",
+        )
+        .await
+        .ctx(loc, "preparing a pending page query")?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = client
+        .query(&stmt, &[&runtime, &created_at, &pk, &seq, &limit])
+        .await
+        .ctx(loc, "listing pending actions")?;
+    decode_pending(&rows)
+}
+
 /// Pending entries of paused executions, newest execution first, each in seq order.
 pub(crate) async fn pending(
     client: &Client,
@@ -286,6 +334,10 @@ pub(crate) async fn pending(
         .query(&stmt, &[&runtime, &id])
         .await
         .ctx(loc, "listing pending actions")?;
+    decode_pending(&rows)
+}
+
+fn decode_pending(rows: &[tokio_postgres::Row]) -> Result<Vec<PendingAction>, StoreError> {
     rows.iter()
         .map(|r| {
             let execution_id: String = get(r, 0)?;

@@ -192,6 +192,16 @@ impl Store for PostgresStore {
         executions::pending(&c, &self.location, runtime, id).await
     }
 
+    async fn pending_page(
+        &self,
+        runtime: &str,
+        after: Option<(&str, u64)>,
+        limit: usize,
+    ) -> Result<Vec<PendingAction>, StoreError> {
+        let c = self.client().await?;
+        executions::pending_page(&c, &self.location, runtime, after, limit).await
+    }
+
     async fn put_snippet(&self, runtime: &str, snippet: &Snippet) -> Result<(), StoreError> {
         let c = self.client().await?;
         snippets::put(&c, &self.location, runtime, snippet).await

@@ -5,7 +5,7 @@ use codemode::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The schema version this build writes and reads (`codemode_schema_version.version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -129,6 +129,13 @@ CREATE INDEX codemode_workspace_changes_by_execution
 /// which later passes continue; NULL when the host does not trace.
 const V7: &str = "
 ALTER TABLE codemode_executions ADD COLUMN traceparent TEXT;
+";
+
+/// Version 8: an index of paused executions, so that a page of pending actions starts at its
+/// place instead of walking past every execution newer than it.
+const V8: &str = "
+CREATE INDEX codemode_executions_paused ON codemode_executions (runtime, created_at, pk)
+    WHERE status = 'paused';
 ";
 
 const VERSION_TABLE: &str = "

@@ -73,6 +73,7 @@ async fn a_version_1_database_is_migrated_and_keeps_its_executions() {
     client
         .batch_execute(
             "DROP INDEX codemode_executions_terminal;
+             DROP INDEX codemode_executions_paused;
              ALTER TABLE codemode_executions DROP COLUMN decisions, DROP COLUMN traceparent;
              ALTER TABLE codemode_log_entries DROP COLUMN approved_args,
                  DROP COLUMN decisions, DROP COLUMN delivered;

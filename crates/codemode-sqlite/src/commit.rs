@@ -1,9 +1,8 @@
 //! The hot path: [`commit`] (entries plus a status change, as one CAS) and [`claim`].
 
 use crate::codec::{json, json_decision, json_strings, Ctx};
-use crate::entries::upsert_entries;
+use crate::entries;
 use crate::executions::read_in;
-use crate::tx::Tx;
 use codemode::{
     check_transition, Claim, Commit, Execution, ExecutionStatus, Lease, StoreError, Transition,
 };
@@ -50,20 +49,66 @@ const RELEASE: &str = "
 UPDATE executions SET lease_owner = NULL, lease_until_ms = NULL
 WHERE runtime = ?1 AND id = ?2 AND lease_owner = ?3 AND status <> 'running'";
 
-/// Applies `commit` in one `BEGIN IMMEDIATE` transaction: the CAS first, then the entries.
+/// A [`Commit`] encoded on the caller's thread for [`commit`].
+pub(crate) struct Encoded {
+    execution_id: String,
+    owner: Option<String>,
+    entries: Vec<entries::Encoded>,
+    transition: Option<EncodedTransition>,
+}
+
+struct EncodedTransition {
+    from: &'static str,
+    to: &'static str,
+    result: Option<String>,
+    error: Option<String>,
+    logs: Option<String>,
+    at_ms: i64,
+    drops_lease: bool,
+    decision: Option<String>,
+}
+
+/// Checks the transition and encodes `commit`'s JSON, before it is sent to the writer.
+pub(crate) fn encode(commit: &Commit) -> Result<Encoded, StoreError> {
+    let transition = match &commit.transition {
+        None => None,
+        Some(t) => {
+            check_transition(t.from, t.to)?;
+            Some(encode_transition(t)?)
+        }
+    };
+    Ok(Encoded {
+        execution_id: commit.execution_id.clone(),
+        owner: commit.owner.clone(),
+        entries: entries::encode(&commit.entries)?,
+        transition,
+    })
+}
+
+fn encode_transition(t: &Transition) -> Result<EncodedTransition, StoreError> {
+    Ok(EncodedTransition {
+        from: t.from.as_str(),
+        to: t.to.as_str(),
+        result: t.result.as_ref().map(json).transpose()?,
+        error: t.error.clone(),
+        logs: t.logs.as_deref().map(json_strings).transpose()?,
+        at_ms: t.at_ms,
+        drops_lease: t.to != ExecutionStatus::Running,
+        decision: t.decision.as_ref().map(json_decision).transpose()?,
+    })
+}
+
+/// Applies an encoded commit inside the writer's transaction: the CAS first, then the
+/// entries. A refused CAS writes nothing.
 pub(crate) fn commit(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
-    commit: &Commit,
+    commit: &Encoded,
 ) -> Result<bool, StoreError> {
-    if let Some(t) = &commit.transition {
-        check_transition(t.from, t.to)?;
-    }
-    let tx = Tx::write(conn, loc)?;
     let id = commit.execution_id.as_str();
     let holds = match (&commit.transition, &commit.owner) {
-        (Some(t), owner) => transition(&tx, loc, runtime, id, t, owner.as_deref())?,
+        (Some(t), owner) => transition(tx, loc, runtime, id, t, owner.as_deref())?,
         (None, Some(owner)) => tx
             .prepare_cached(HOLDS_LEASE)
             .and_then(|mut s| s.exists(params![runtime, id, owner]))
@@ -74,11 +119,9 @@ pub(crate) fn commit(
             .ctx(loc, "finding the execution")?,
     };
     if !holds {
-        // Dropping the transaction rolls it back: nothing was written.
         return Ok(false);
     }
-    upsert_entries(&tx, loc, runtime, id, &commit.entries)?;
-    tx.commit(loc)?;
+    entries::upsert_entries(tx, loc, runtime, id, &commit.entries)?;
     Ok(true)
 }
 
@@ -87,40 +130,36 @@ fn transition(
     loc: &str,
     runtime: &str,
     id: &str,
-    t: &Transition,
+    t: &EncodedTransition,
     owner: Option<&str>,
 ) -> Result<bool, StoreError> {
-    let result = t.result.as_ref().map(json).transpose()?;
-    let logs = t.logs.as_deref().map(json_strings).transpose()?;
-    let drops_lease = t.to != ExecutionStatus::Running;
-    let decision = t.decision.as_ref().map(json_decision).transpose()?;
     let changed = conn
         .prepare_cached(TRANSITION)
         .and_then(|mut s| {
             s.execute(params![
                 runtime,
                 id,
-                t.from.as_str(),
-                t.to.as_str(),
-                result,
+                t.from,
+                t.to,
+                t.result,
                 t.error,
-                logs,
+                t.logs,
                 t.at_ms,
                 owner,
-                drops_lease,
-                decision,
+                t.drops_lease,
+                t.decision,
             ])
         })
         .ctx(loc, "changing the status")?;
     Ok(changed == 1)
 }
 
-/// Reads the execution and moves it from `from` to `running` under `lease`, in one
-/// `BEGIN IMMEDIATE` transaction; from `running` only once the old lease expired, and only
+/// Reads the execution and moves it from `from` to `running` under `lease`, in the writer's
+/// transaction; from `running` only once the old lease expired, and only
 /// when every connector it recorded is `available`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn claim(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
     id: &str,
@@ -130,18 +169,16 @@ pub(crate) fn claim(
     available: &[String],
 ) -> Result<Claim, StoreError> {
     check_transition(from, ExecutionStatus::Running)?;
-    let tx = Tx::write(conn, loc)?;
-    let Some(found) = read_in(&tx, loc, runtime, id)? else {
+    let Some(found) = read_in(tx, loc, runtime, id)? else {
         return Ok(Claim::Unknown);
     };
     if !found.connectors.iter().all(|c| available.contains(c)) {
         return Ok(Claim::Refused(found));
     }
     let args = (runtime, id, from, lease, now_ms);
-    if !take_lease(&tx, loc, CLAIM, "claiming an execution", args)? {
+    if !take_lease(tx, loc, CLAIM, "claiming an execution", args)? {
         return Ok(Claim::Refused(found));
     }
-    tx.commit(loc)?;
     Ok(Claim::Won(Execution {
         status: ExecutionStatus::Running,
         updated_at: now_ms,
@@ -150,9 +187,9 @@ pub(crate) fn claim(
 }
 
 /// Takes a decision's `lease` on an execution in `from` (not running), reading it in the
-/// same `BEGIN IMMEDIATE` transaction; refused while another lease is live.
+/// writer's same transaction; refused while another lease is live.
 pub(crate) fn hold(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
     id: &str,
@@ -160,15 +197,13 @@ pub(crate) fn hold(
     lease: &Lease,
     now_ms: i64,
 ) -> Result<Claim, StoreError> {
-    let tx = Tx::write(conn, loc)?;
-    let Some(found) = read_in(&tx, loc, runtime, id)? else {
+    let Some(found) = read_in(tx, loc, runtime, id)? else {
         return Ok(Claim::Unknown);
     };
     let args = (runtime, id, from, lease, now_ms);
-    if !take_lease(&tx, loc, HOLD, "holding an execution", args)? {
+    if !take_lease(tx, loc, HOLD, "holding an execution", args)? {
         return Ok(Claim::Refused(found));
     }
-    tx.commit(loc)?;
     Ok(Claim::Won(found))
 }
 
@@ -199,7 +234,7 @@ fn take_lease(
 
 /// Drops the lease `owner` holds on an execution that is not running.
 pub(crate) fn release(
-    conn: &mut Connection,
+    conn: &Connection,
     loc: &str,
     runtime: &str,
     id: &str,

@@ -12,6 +12,46 @@ INSERT OR REPLACE INTO log_entries (runtime, execution_id, seq, connector, metho
                                     decisions, delivered)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 
+/// A log entry with its JSON encoded, ready to bind: encoding runs on the caller's thread,
+/// so the writer thread only binds text (and allocates little of its own).
+pub(crate) struct Encoded {
+    seq: i64,
+    connector: String,
+    method: String,
+    args: String,
+    result: Option<String>,
+    error: Option<String>,
+    requires_approval: bool,
+    ephemeral: bool,
+    state: &'static str,
+    approved_args: Option<String>,
+    decisions: Option<String>,
+    delivered: Option<i64>,
+}
+
+/// Encodes entries for [`upsert_entries`].
+pub(crate) fn encode(entries: &[LogEntry]) -> Result<Vec<Encoded>, StoreError> {
+    entries
+        .iter()
+        .map(|entry| {
+            Ok(Encoded {
+                seq: seq_to_sql(entry.seq)?,
+                connector: entry.connector.clone(),
+                method: entry.method.clone(),
+                args: json(&entry.args)?,
+                result: entry.result.as_ref().map(json).transpose()?,
+                error: entry.error.clone(),
+                requires_approval: entry.requires_approval,
+                ephemeral: entry.ephemeral,
+                state: entry.state.as_str(),
+                approved_args: entry.approved_args.as_ref().map(json).transpose()?,
+                decisions: json_decisions(&entry.decisions)?,
+                delivered: entry.delivered.map(seq_to_sql).transpose()?,
+            })
+        })
+        .collect()
+}
+
 /// Inserts or replaces log entries by seq, on one statement (looked up in the statement cache
 /// once, not once per entry).
 pub(crate) fn upsert_entries(
@@ -19,7 +59,7 @@ pub(crate) fn upsert_entries(
     loc: &str,
     runtime: &str,
     execution_id: &str,
-    entries: &[LogEntry],
+    entries: &[Encoded],
 ) -> Result<(), StoreError> {
     if entries.is_empty() {
         return Ok(());
@@ -27,27 +67,22 @@ pub(crate) fn upsert_entries(
     let mut stmt = conn
         .prepare_cached(UPSERT_ENTRY)
         .ctx(loc, "writing a log entry")?;
-    for entry in entries {
-        let seq = seq_to_sql(entry.seq)?;
-        let args = json(&entry.args)?;
-        let result = entry.result.as_ref().map(json).transpose()?;
-        let approved_args = entry.approved_args.as_ref().map(json).transpose()?;
-        let decisions = json_decisions(&entry.decisions)?;
+    for e in entries {
         stmt.execute(params![
             runtime,
             execution_id,
-            seq,
-            entry.connector,
-            entry.method,
-            args,
-            result,
-            entry.error,
-            entry.requires_approval,
-            entry.ephemeral,
-            entry.state.as_str(),
-            approved_args,
-            decisions,
-            entry.delivered.map(seq_to_sql).transpose()?,
+            e.seq,
+            e.connector,
+            e.method,
+            e.args,
+            e.result,
+            e.error,
+            e.requires_approval,
+            e.ephemeral,
+            e.state,
+            e.approved_args,
+            e.decisions,
+            e.delivered,
         ])
         .ctx(loc, "writing a log entry")?;
     }

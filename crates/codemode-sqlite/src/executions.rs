@@ -3,7 +3,7 @@
 use crate::codec::{
     json, json_strings, status, Ctx, RawEntry, RawExecution, ENTRY_COLUMNS, EXECUTION_COLUMNS,
 };
-use crate::entries::upsert_entries;
+use crate::entries;
 use crate::tx::Tx;
 use codemode::{Deletion, Execution, ExecutionStatus, Lease, LogEntry, PendingAction, StoreError};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -30,7 +30,7 @@ const DELETE_FILE_UNDO: &str = "DELETE FROM workspace_changes WHERE execution_id
 
 /// Inserts a running execution (and any entries it carries), then prunes beyond `keep`.
 pub(crate) fn insert(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
     execution: &Execution,
@@ -42,7 +42,6 @@ pub(crate) fn insert(
     let connectors = json_strings(&execution.connectors)?;
     let decisions = crate::codec::json_decisions(&execution.decisions)?;
     let running = execution.status == ExecutionStatus::Running;
-    let tx = Tx::write(conn, loc)?;
     let inserted = tx.prepare_cached(INSERT).and_then(|mut s| {
         s.execute(params![
             runtime,
@@ -70,27 +69,28 @@ pub(crate) fn insert(
         }
         other => other.ctx(loc, "inserting an execution")?,
     };
-    upsert_entries(&tx, loc, runtime, &execution.id, &execution.log)?;
-    let pruned = prune_in(&tx, loc, runtime, keep)?;
-    tx.commit(loc)?;
-    Ok(pruned)
+    entries::upsert_entries(
+        tx,
+        loc,
+        runtime,
+        &execution.id,
+        &entries::encode(&execution.log)?,
+    )?;
+    prune(tx, loc, runtime, keep)
 }
 
 /// Deletes terminal executions beyond the newest `keep`.
 pub(crate) fn prune(
-    conn: &mut Connection,
+    conn: &Connection,
     loc: &str,
     runtime: &str,
     keep: usize,
 ) -> Result<usize, StoreError> {
-    let tx = Tx::write(conn, loc)?;
-    let pruned = prune_in(&tx, loc, runtime, keep)?;
-    tx.commit(loc)?;
-    Ok(pruned)
-}
-
-fn prune_in(conn: &Connection, loc: &str, runtime: &str, keep: usize) -> Result<usize, StoreError> {
     let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    if keep == i64::MAX {
+        // Retention is off: skipping that many rows would walk every terminal execution.
+        return Ok(0);
+    }
     let ids: Vec<String> = conn
         .prepare_cached(BEYOND_KEEP)
         .and_then(|mut s| s.query_map(params![runtime, keep], |r| r.get(0))?.collect())
@@ -116,13 +116,12 @@ fn remove(conn: &Connection, loc: &str, runtime: &str, id: &str) -> Result<(), S
 
 /// Deletes one terminal execution and its log unless a lease live at `now_ms` holds it.
 pub(crate) fn delete(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     runtime: &str,
     id: &str,
     now_ms: i64,
 ) -> Result<Deletion, StoreError> {
-    let tx = Tx::write(conn, loc)?;
     let found: Option<(String, Option<i64>)> = tx
         .prepare_cached(
             "SELECT status, lease_until_ms FROM executions WHERE runtime = ?1 AND id = ?2",
@@ -139,8 +138,7 @@ pub(crate) fn delete(
     if !found.is_terminal() || lease_until.is_some_and(|until| until >= now_ms) {
         return Ok(Deletion::Refused(found));
     }
-    remove(&tx, loc, runtime, id)?;
-    tx.commit(loc)?;
+    remove(tx, loc, runtime, id)?;
     Ok(Deletion::Deleted(found))
 }
 
@@ -286,8 +284,7 @@ pub(crate) fn pending(
     runtime: &str,
     id: Option<&str>,
 ) -> Result<Vec<PendingAction>, StoreError> {
-    type Row = (String, i64, String, String, String);
-    let rows: Vec<Row> = conn
+    let rows: Vec<PendingRow> = conn
         .prepare_cached(
             "SELECT l.execution_id, l.seq, l.connector, l.method, l.args
              FROM executions e JOIN log_entries l
@@ -303,6 +300,66 @@ pub(crate) fn pending(
             .collect()
         })
         .ctx(loc, "listing pending actions")?;
+    decode_pending(rows)
+}
+
+/// Pending actions as read: execution id, seq, connector, method, args.
+type PendingRow = (String, i64, String, String, String);
+
+/// One page of pending actions in the order of [`pending`], from just after the action `after`
+/// (found by its execution's place, whatever that execution's status now), in one snapshot.
+pub(crate) fn pending_page(
+    conn: &mut Connection,
+    loc: &str,
+    runtime: &str,
+    after: Option<(&str, u64)>,
+    limit: usize,
+) -> Result<Vec<PendingAction>, StoreError> {
+    let tx = Tx::read(conn, loc)?;
+    let (created_at, pk, seq) = match after {
+        None => (i64::MAX, i64::MAX, -1),
+        Some((id, seq)) => {
+            let place: Option<(i64, i64)> = tx
+                .prepare_cached(
+                    "SELECT created_at, pk FROM executions WHERE runtime = ?1 AND id = ?2",
+                )
+                .and_then(|mut s| {
+                    s.query_row(params![runtime, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
+                .ctx(loc, "finding a pending page's cursor")?;
+            let Some((created_at, pk)) = place else {
+                return Ok(Vec::new());
+            };
+            (created_at, pk, crate::codec::seq_to_sql(seq)?)
+        }
+    };
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows: Vec<PendingRow> = tx
+        .prepare_cached(PENDING_PAGE)
+        .and_then(|mut s| {
+            s.query_map(params![runtime, created_at, pk, seq, limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?
+            .collect()
+        })
+        .ctx(loc, "listing pending actions")?;
+    tx.commit(loc)?;
+    decode_pending(rows)
+}
+
+/// A page of pending actions: paused executions at or before the cursor's place (`?2`,
+/// `?3`) on the index of paused executions, and of the cursor's own only seqs past `?4`.
+const PENDING_PAGE: &str = "
+SELECT l.execution_id, l.seq, l.connector, l.method, l.args
+FROM executions e JOIN log_entries l
+  ON l.runtime = e.runtime AND l.execution_id = e.id
+WHERE e.runtime = ?1 AND e.status = 'paused' AND l.state = 'pending'
+  AND (e.created_at, e.pk) <= (?2, ?3) AND (e.pk <> ?3 OR l.seq > ?4)
+ORDER BY e.created_at DESC, e.pk DESC, l.seq
+LIMIT ?5";
+
+fn decode_pending(rows: Vec<PendingRow>) -> Result<Vec<PendingAction>, StoreError> {
     rows.into_iter()
         .map(|(execution_id, seq, connector, method, args)| {
             Ok(PendingAction {
@@ -340,5 +397,24 @@ mod tests {
         let plan = plan.join("; ");
         assert!(plan.contains("USING INDEX executions_terminal"), "{plan}");
         assert!(!plan.contains("TEMP B-TREE"), "the prune sorts: {plan}");
+    }
+
+    /// A page of pending actions starts at its place on the index of paused executions.
+    #[test]
+    fn a_pending_page_seeks_on_the_index_of_paused_executions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.db");
+        let loc = path.display().to_string();
+        let conn = crate::open::open(&path, &loc, &crate::SqliteOptions::default()).unwrap();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::PENDING_PAGE))
+            .unwrap()
+            .query_map(rusqlite::params!["default", 5, 5, 1, 50], |r| r.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let plan = plan.join("; ");
+        println!("{plan}");
+        assert!(plan.contains("USING INDEX executions_paused"), "{plan}");
     }
 }

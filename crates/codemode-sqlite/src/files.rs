@@ -1,7 +1,6 @@
 //! Workspace files, keyed by (workspace, path), and the undo records of keyed changes.
 
 use crate::codec::Ctx;
-use crate::tx::Tx;
 use codemode::files::{apply_op, check_limits};
 use codemode::{FileChange, FileChangeOutcome, FileInfo, StoreError, StoredFile, WorkspaceUsage};
 use rusqlite::{params, Connection, OptionalExtension, Row};
@@ -73,11 +72,10 @@ fn put(
 
 /// Applies one change: limits checked, file written and undo kept in one transaction.
 pub(crate) fn change(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     change: &FileChange,
 ) -> Result<FileChangeOutcome, StoreError> {
-    let tx = Tx::write(conn, loc)?;
     let ws = change.workspace.as_str();
     if let Some(key) = &change.key {
         let seen: Option<(i64, Option<i64>)> = tx
@@ -93,20 +91,20 @@ pub(crate) fn change(
             return Ok(FileChangeOutcome::Applied {
                 size: size_after.map(size),
                 existed: existed != 0,
-                used_bytes: used(&tx, loc, ws)?,
+                used_bytes: used(tx, loc, ws)?,
                 repeated: true,
             });
         }
     }
-    let old = current(&tx, loc, ws, &change.path)?;
+    let old = current(tx, loc, ws, &change.path)?;
     let new = apply_op(old.as_deref(), &change.op);
     let old_size = old.as_ref().map_or(0, |t| t.len() as u64);
     let new_size = new.as_ref().map(|t| t.len() as u64);
-    let needed = match check_limits(change, old_size, used(&tx, loc, ws)?, new_size) {
+    let needed = match check_limits(change, old_size, used(tx, loc, ws)?, new_size) {
         Ok(needed) => needed,
         Err(refused) => return Ok(refused),
     };
-    put(&tx, loc, ws, &change.path, new.as_deref(), change.at_ms)?;
+    put(tx, loc, ws, &change.path, new.as_deref(), change.at_ms)?;
     if let Some(key) = &change.key {
         tx.prepare_cached(
             "INSERT INTO workspace_changes
@@ -128,7 +126,6 @@ pub(crate) fn change(
         })
         .ctx(loc, "recording a workspace change")?;
     }
-    tx.commit(loc)?;
     Ok(FileChangeOutcome::Applied {
         size: new_size,
         existed: old.is_some(),
@@ -139,13 +136,12 @@ pub(crate) fn change(
 
 /// Puts back what a keyed change replaced; false when unknown or reverted already.
 pub(crate) fn revert(
-    conn: &mut Connection,
+    tx: &Connection,
     loc: &str,
     workspace: &str,
     key: &str,
     at_ms: i64,
 ) -> Result<bool, StoreError> {
-    let tx = Tx::write(conn, loc)?;
     let undo: Option<(String, Option<String>)> = tx
         .prepare_cached(
             "SELECT path, previous FROM workspace_changes
@@ -159,14 +155,13 @@ pub(crate) fn revert(
     let Some((path, previous)) = undo else {
         return Ok(false);
     };
-    put(&tx, loc, workspace, &path, previous.as_deref(), at_ms)?;
+    put(tx, loc, workspace, &path, previous.as_deref(), at_ms)?;
     tx.prepare_cached(
         "UPDATE workspace_changes SET reverted = 1, previous = NULL
          WHERE workspace = ?1 AND key = ?2",
     )
     .and_then(|mut s| s.execute(params![workspace, key]))
     .ctx(loc, "recording a workspace revert")?;
-    tx.commit(loc)?;
     Ok(true)
 }
 

@@ -2,20 +2,31 @@
 //!
 //! [`SqliteStore::open`] opens (or creates) one database file. Every table is keyed by the
 //! runtime name, so runtimes with different names share the file but never each other's
-//! history. Every status change is a compare-and-set inside one `BEGIN IMMEDIATE`
+//! history. Every status change is a compare-and-set inside a `BEGIN IMMEDIATE`
 //! transaction, so two processes (say the CLI and a server) can share one file.
 //!
 //! # Durability
 //! By default the file runs in WAL mode with `synchronous=NORMAL`: a committed write survives
 //! a crash of the process (the WAL is in the OS page cache), but the last commits may be lost
 //! if the machine itself loses power. [`SqliteOptions::synchronous_full`] makes every commit
-//! wait for `fsync`, which survives power loss at several times the cost per commit.
+//! wait for `fsync`, which survives power loss at several times the cost per commit. A
+//! `Store` method that writes returns only once the transaction holding its write committed.
 //!
-//! # Why the async methods do their work inline
-//! The connection sits behind a `std::sync::Mutex` and each `Store` method runs its SQL
-//! directly inside the `async fn`. A statement here costs microseconds; handing it to
-//! `spawn_blocking` would cost a thread hand-off (tens of µs) that is larger than the work.
-//! The lock is held only for the duration of one method, never across an `.await`.
+//! # Group commit
+//! One writer thread owns the write connection. Each write (a commit, claim, insert…) is sent
+//! to it with a reply channel; the thread takes every write waiting, runs each in a savepoint
+//! of its own inside one `BEGIN IMMEDIATE` … `COMMIT`, and answers them all once `COMMIT`
+//! returned. A write whose compare-and-set is refused writes nothing; one that fails is rolled
+//! back to its savepoint alone and its caller gets its error, while the others commit. When
+//! the machine is busy, concurrent executions thus share one transaction (and, with
+//! `synchronous_full`, one `fsync`) instead of queueing for the write lock one by one.
+//!
+//! # Why the async methods do no SQLite work inline
+//! No `Store` method runs SQL on the caller's thread: writes go to the writer thread and reads
+//! to a reader thread with a connection of its own (WAL lets it read beside the writer's open
+//! transaction). A tokio worker awaiting the store is free for other tasks meanwhile. The
+//! hand-off costs a thread wake-up (µs), which concurrent callers share. A read sees every
+//! write whose method returned before the read was called.
 //!
 //! # Tables of your own in the same file
 //! A connector that keeps its state in the store's file should reach it through
@@ -31,27 +42,35 @@ mod entries;
 mod executions;
 mod files;
 mod open;
+mod readers;
 mod schema;
 mod snippets;
 mod tx;
+mod writer;
 
 use async_trait::async_trait;
 use codemode::{
     Claim, Commit, Deletion, Execution, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo,
     Lease, PendingAction, Snippet, Store, StoreError, StoredFile, WorkspaceUsage,
 };
+use readers::Readers;
 use rusqlite::Connection;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Arc;
+use writer::{roll_back_open, Writer};
 
 pub use open::SqliteOptions;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
+/// How many reader threads (each with a connection) a store starts.
+const READERS: usize = 2;
+
 /// A [`Store`] kept in one SQLite file.
 #[derive(Debug)]
 pub struct SqliteStore {
-    conn: Mutex<Connection>,
-    location: String,
+    readers: Readers,
+    writer: Writer,
+    location: Arc<str>,
 }
 
 impl SqliteStore {
@@ -61,7 +80,7 @@ impl SqliteStore {
     }
 
     /// Opens or creates the database at `path`: checks that it is ours, switches it to WAL
-    /// and runs any pending schema migration.
+    /// and runs any pending schema migration; then starts the writer and reader threads.
     pub fn open_with(
         path: impl AsRef<Path>,
         options: &SqliteOptions,
@@ -69,17 +88,23 @@ impl SqliteStore {
         let path = path.as_ref();
         let location = path.display().to_string();
         let conn = open::open(path, &location, options)?;
+        let readers = (0..READERS)
+            .map(|_| open::open_reader(path, &location, options))
+            .collect::<Result<Vec<_>, _>>()?;
+        let location: Arc<str> = location.into();
         Ok(SqliteStore {
-            conn: Mutex::new(conn),
+            writer: Writer::start(conn, location.clone())?,
+            readers: Readers::start(readers, location.clone())?,
             location,
         })
     }
 
-    /// Runs `f` on the store's own connection, under the lock every store method takes, for
-    /// tables of the caller's own in the same file. `f` must not call the store (the lock is
-    /// not re-entrant); a transaction it leaves open is rolled back when it returns.
+    /// Runs `f` on the store's write connection, on the caller's thread, for tables of the
+    /// caller's own in the same file. `f` holds the writer's lock: it waits for the batch
+    /// being committed, and later writes wait for it. `f` must not call the store; a
+    /// transaction it leaves open is rolled back when it returns.
     pub fn with_connection<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> T {
-        let mut conn = self.lock();
+        let mut conn = self.writer.lock();
         let out = f(&mut conn);
         match roll_back_open(&conn) {
             Ok(false) => {}
@@ -95,32 +120,6 @@ impl SqliteStore {
     pub fn location(&self) -> &str {
         &self.location
     }
-
-    /// Runs `f` on the connection, under the lock (a poisoned one is recovered: see `lock`).
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&mut Connection, &str) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        f(&mut self.lock(), &self.location)
-    }
-
-    /// Locks the connection. After a panic under the lock, a transaction left open (by
-    /// `with_connection`'s caller; the store's own roll back on drop) is rolled back first.
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|poisoned| {
-            let conn = poisoned.into_inner();
-            let _ = roll_back_open(&conn);
-            conn
-        })
-    }
-}
-
-/// Rolls back the transaction open on `conn`, if any; says whether there was one.
-fn roll_back_open(conn: &Connection) -> rusqlite::Result<bool> {
-    if conn.is_autocommit() {
-        return Ok(false);
-    }
-    conn.execute_batch("ROLLBACK").map(|()| true)
 }
 
 #[async_trait]
@@ -132,11 +131,17 @@ impl Store for SqliteStore {
         lease: &Lease,
         keep: usize,
     ) -> Result<usize, StoreError> {
-        self.with(|c, loc| executions::insert(c, loc, runtime, execution, lease, keep))
+        let (runtime, execution, lease) = (runtime.to_owned(), execution.clone(), lease.clone());
+        self.writer
+            .write(move |c, loc| executions::insert(c, loc, &runtime, &execution, &lease, keep))
+            .await
     }
 
     async fn execution(&self, runtime: &str, id: &str) -> Result<Option<Execution>, StoreError> {
-        self.with(|c, loc| executions::get(c, loc, runtime, id))
+        let (runtime, id) = (runtime.to_owned(), id.to_owned());
+        self.readers
+            .read(move |c, loc| executions::get(c, loc, &runtime, &id))
+            .await
     }
 
     async fn executions(
@@ -145,11 +150,18 @@ impl Store for SqliteStore {
         limit: Option<usize>,
         status: Option<ExecutionStatus>,
     ) -> Result<Vec<Execution>, StoreError> {
-        self.with(|c, loc| executions::list(c, loc, runtime, limit, status))
+        let runtime = runtime.to_owned();
+        self.readers
+            .read(move |c, loc| executions::list(c, loc, &runtime, limit, status))
+            .await
     }
 
     async fn commit(&self, runtime: &str, commit: &Commit) -> Result<bool, StoreError> {
-        self.with(|c, loc| commit::commit(c, loc, runtime, commit))
+        // Checked and encoded here, so the writer thread only binds text.
+        let (runtime, commit) = (runtime.to_owned(), commit::encode(commit)?);
+        self.writer
+            .write(move |c, loc| commit::commit(c, loc, &runtime, &commit))
+            .await
     }
 
     async fn claim(
@@ -161,7 +173,13 @@ impl Store for SqliteStore {
         now_ms: i64,
         available: &[String],
     ) -> Result<Claim, StoreError> {
-        self.with(|c, loc| commit::claim(c, loc, runtime, id, from, lease, now_ms, available))
+        let (runtime, id, lease) = (runtime.to_owned(), id.to_owned(), lease.clone());
+        let available = available.to_vec();
+        self.writer
+            .write(move |c, loc| {
+                commit::claim(c, loc, &runtime, &id, from, &lease, now_ms, &available)
+            })
+            .await
     }
 
     async fn hold(
@@ -172,11 +190,17 @@ impl Store for SqliteStore {
         lease: &Lease,
         now_ms: i64,
     ) -> Result<Claim, StoreError> {
-        self.with(|c, loc| commit::hold(c, loc, runtime, id, from, lease, now_ms))
+        let (runtime, id, lease) = (runtime.to_owned(), id.to_owned(), lease.clone());
+        self.writer
+            .write(move |c, loc| commit::hold(c, loc, &runtime, &id, from, &lease, now_ms))
+            .await
     }
 
     async fn release(&self, runtime: &str, id: &str, owner: &str) -> Result<bool, StoreError> {
-        self.with(|c, loc| commit::release(c, loc, runtime, id, owner))
+        let (runtime, id, owner) = (runtime.to_owned(), id.to_owned(), owner.to_owned());
+        self.writer
+            .write(move |c, loc| commit::release(c, loc, &runtime, &id, &owner))
+            .await
     }
 
     async fn delete_execution(
@@ -185,11 +209,17 @@ impl Store for SqliteStore {
         id: &str,
         now_ms: i64,
     ) -> Result<Deletion, StoreError> {
-        self.with(|c, loc| executions::delete(c, loc, runtime, id, now_ms))
+        let (runtime, id) = (runtime.to_owned(), id.to_owned());
+        self.writer
+            .write(move |c, loc| executions::delete(c, loc, &runtime, &id, now_ms))
+            .await
     }
 
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError> {
-        self.with(|c, loc| executions::prune(c, loc, runtime, keep))
+        let runtime = runtime.to_owned();
+        self.writer
+            .write(move |c, loc| executions::prune(c, loc, &runtime, keep))
+            .await
     }
 
     async fn stale_executions(
@@ -198,7 +228,10 @@ impl Store for SqliteStore {
         before_ms: i64,
         now_ms: i64,
     ) -> Result<Vec<(String, ExecutionStatus)>, StoreError> {
-        self.with(|c, loc| executions::stale(c, loc, runtime, before_ms, now_ms))
+        let runtime = runtime.to_owned();
+        self.readers
+            .read(move |c, loc| executions::stale(c, loc, &runtime, before_ms, now_ms))
+            .await
     }
 
     async fn pending(
@@ -206,27 +239,61 @@ impl Store for SqliteStore {
         runtime: &str,
         id: Option<&str>,
     ) -> Result<Vec<PendingAction>, StoreError> {
-        self.with(|c, loc| executions::pending(c, loc, runtime, id))
+        let (runtime, id) = (runtime.to_owned(), id.map(str::to_owned));
+        self.readers
+            .read(move |c, loc| executions::pending(c, loc, &runtime, id.as_deref()))
+            .await
+    }
+
+    async fn pending_page(
+        &self,
+        runtime: &str,
+        after: Option<(&str, u64)>,
+        limit: usize,
+    ) -> Result<Vec<PendingAction>, StoreError> {
+        let runtime = runtime.to_owned();
+        let after = after.map(|(id, seq)| (id.to_owned(), seq));
+        self.readers
+            .read(move |c, loc| {
+                let after = after.as_ref().map(|(id, seq)| (id.as_str(), *seq));
+                executions::pending_page(c, loc, &runtime, after, limit)
+            })
+            .await
     }
 
     async fn put_snippet(&self, runtime: &str, snippet: &Snippet) -> Result<(), StoreError> {
-        self.with(|c, loc| snippets::put(c, loc, runtime, snippet))
+        let (runtime, snippet) = (runtime.to_owned(), snippet.clone());
+        self.writer
+            .write(move |c, loc| snippets::put(c, loc, &runtime, &snippet))
+            .await
     }
 
     async fn snippet(&self, runtime: &str, name: &str) -> Result<Option<Snippet>, StoreError> {
-        self.with(|c, loc| snippets::get(c, loc, runtime, name))
+        let (runtime, name) = (runtime.to_owned(), name.to_owned());
+        self.readers
+            .read(move |c, loc| snippets::get(c, loc, &runtime, &name))
+            .await
     }
 
     async fn snippets(&self, runtime: &str) -> Result<Vec<Snippet>, StoreError> {
-        self.with(|c, loc| snippets::list(c, loc, runtime))
+        let runtime = runtime.to_owned();
+        self.readers
+            .read(move |c, loc| snippets::list(c, loc, &runtime))
+            .await
     }
 
     async fn delete_snippet(&self, runtime: &str, name: &str) -> Result<bool, StoreError> {
-        self.with(|c, loc| snippets::delete(c, loc, runtime, name))
+        let (runtime, name) = (runtime.to_owned(), name.to_owned());
+        self.writer
+            .write(move |c, loc| snippets::delete(c, loc, &runtime, &name))
+            .await
     }
 
     async fn change_file(&self, change: &FileChange) -> Result<FileChangeOutcome, StoreError> {
-        self.with(|c, loc| files::change(c, loc, change))
+        let change = change.clone();
+        self.writer
+            .write(move |c, loc| files::change(c, loc, &change))
+            .await
     }
 
     async fn revert_file_change(
@@ -235,7 +302,10 @@ impl Store for SqliteStore {
         key: &str,
         at_ms: i64,
     ) -> Result<bool, StoreError> {
-        self.with(|c, loc| files::revert(c, loc, workspace, key, at_ms))
+        let (workspace, key) = (workspace.to_owned(), key.to_owned());
+        self.writer
+            .write(move |c, loc| files::revert(c, loc, &workspace, &key, at_ms))
+            .await
     }
 
     async fn read_file(
@@ -243,14 +313,20 @@ impl Store for SqliteStore {
         workspace: &str,
         path: &str,
     ) -> Result<Option<StoredFile>, StoreError> {
-        self.with(|c, loc| files::read(c, loc, workspace, path))
+        let (workspace, path) = (workspace.to_owned(), path.to_owned());
+        self.readers
+            .read(move |c, loc| files::read(c, loc, &workspace, &path))
+            .await
     }
 
     async fn list_files(&self, workspace: &str, prefix: &str) -> Result<Vec<FileInfo>, StoreError> {
-        self.with(|c, loc| files::list(c, loc, workspace, prefix))
+        let (workspace, prefix) = (workspace.to_owned(), prefix.to_owned());
+        self.readers
+            .read(move |c, loc| files::list(c, loc, &workspace, &prefix))
+            .await
     }
 
     async fn workspaces(&self) -> Result<Vec<WorkspaceUsage>, StoreError> {
-        self.with(files::workspaces)
+        self.readers.read(files::workspaces).await
     }
 }

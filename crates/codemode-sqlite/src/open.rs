@@ -77,6 +77,22 @@ pub(crate) fn open(
     Ok(conn)
 }
 
+/// Opens a reader's connection to a file [`open`] prepared: reads only, never writes.
+pub(crate) fn open_reader(
+    path: &Path,
+    location: &str,
+    options: &SqliteOptions,
+) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).ctx(location, "opening a reader")?;
+    conn.busy_timeout(options.busy_timeout)
+        .ctx(location, "setting the busy timeout")?;
+    conn.pragma_update(None, "query_only", true)
+        .ctx(location, "making a reader read-only")?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
 /// Sets WAL mode. The switch needs the file to itself and SQLite reports a busy file at once
 /// (the busy handler is not consulted), so it is retried until `timeout`.
 fn switch_to_wal(

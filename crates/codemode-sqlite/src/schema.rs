@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const APPLICATION_ID: i32 = 0x436f_4d6f;
 
 /// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -146,6 +146,12 @@ CREATE INDEX workspace_changes_by_execution ON workspace_changes (execution_id);
 /// which later passes continue; NULL when the host does not trace.
 const V7: &str = "
 ALTER TABLE executions ADD COLUMN traceparent TEXT;
+";
+
+/// Version 8: an index of paused executions, so that a page of pending actions starts at its
+/// place instead of walking past every execution newer than it.
+const V8: &str = "
+CREATE INDEX executions_paused ON executions (runtime, created_at, pk) WHERE status = 'paused';
 ";
 
 /// Refuses a database that is not ours or is newer than this build, before anything is written.

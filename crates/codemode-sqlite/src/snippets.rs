@@ -40,7 +40,7 @@ fn decode(
 
 /// Saves a snippet, replacing one of the same name.
 pub(crate) fn put(
-    conn: &mut Connection,
+    conn: &Connection,
     loc: &str,
     runtime: &str,
     snippet: &Snippet,
@@ -103,7 +103,7 @@ pub(crate) fn list(
 
 /// Deletes a snippet; returns whether it existed.
 pub(crate) fn delete(
-    conn: &mut Connection,
+    conn: &Connection,
     loc: &str,
     runtime: &str,
     name: &str,

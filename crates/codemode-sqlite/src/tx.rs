@@ -1,5 +1,6 @@
-//! A transaction on cached `BEGIN`/`COMMIT` statements: rusqlite's own `Transaction` parses
-//! them again each time, which is a measurable share of a small commit.
+//! A read snapshot on cached `BEGIN`/`COMMIT` statements (the writer thread runs its own
+//! transactions): rusqlite's own `Transaction` parses them again each time, which is a
+//! measurable share of a small query.
 
 use crate::codec::Ctx;
 use codemode::StoreError;
@@ -13,12 +14,6 @@ pub(crate) struct Tx<'c> {
 }
 
 impl<'c> Tx<'c> {
-    /// `BEGIN IMMEDIATE`: takes the write lock now (waiting up to the busy timeout), so the
-    /// transaction never has to upgrade a read snapshot, which fails however long it waits.
-    pub fn write(conn: &'c Connection, loc: &str) -> Result<Self, StoreError> {
-        Self::begin(conn, loc, "BEGIN IMMEDIATE")
-    }
-
     /// `BEGIN`: a read snapshot, so several queries see one state.
     pub fn read(conn: &'c Connection, loc: &str) -> Result<Self, StoreError> {
         Self::begin(conn, loc, "BEGIN")

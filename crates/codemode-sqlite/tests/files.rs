@@ -227,6 +227,7 @@ async fn version_5_undo_records_learn_their_execution_and_go_with_it() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "DROP INDEX workspace_changes_by_execution;
+             DROP INDEX executions_paused;
              ALTER TABLE workspace_changes DROP COLUMN execution_id;
              ALTER TABLE executions DROP COLUMN traceparent;
              INSERT INTO workspace_changes VALUES ('w', 'a:b:7', '/f', NULL, 0, 1, 0, 1);

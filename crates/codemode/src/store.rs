@@ -272,6 +272,29 @@ pub trait Store: Send + Sync {
         id: Option<&str>,
     ) -> Result<Vec<PendingAction>, StoreError>;
 
+    /// At most `limit` pending actions of paused executions, in the order of
+    /// [`Store::pending`], starting after `after` (the execution id and seq of the last
+    /// action of the page before). The stores page in the database from the place of the
+    /// cursor's execution, whatever its status now (one deleted meanwhile ends the listing);
+    /// this default reads every pending action and keeps those after the cursor (none when
+    /// the cursor is no longer pending).
+    async fn pending_page(
+        &self,
+        runtime: &str,
+        after: Option<(&str, u64)>,
+        limit: usize,
+    ) -> Result<Vec<PendingAction>, StoreError> {
+        let all = self.pending(runtime, None).await?;
+        let start = match after {
+            None => 0,
+            Some((id, seq)) => all
+                .iter()
+                .position(|p| p.execution_id == id && p.seq == seq)
+                .map_or(all.len(), |i| i + 1),
+        };
+        Ok(all.into_iter().skip(start).take(limit).collect())
+    }
+
     /// Saves a snippet, replacing one of the same name.
     async fn put_snippet(&self, runtime: &str, snippet: &Snippet) -> Result<(), StoreError>;
 

@@ -62,6 +62,7 @@ macro_rules! for_each_store_contract_case {
             a_pruned_execution_leaves_no_log_behind,
             stale_finds_old_paused_and_expired_running_executions_only,
             pending_lists_pending_entries_of_paused_executions_newest_first,
+            pending_pages_follow_the_order_of_the_full_list,
             snippets_are_saved_replaced_listed_by_name_and_deleted,
             runtime_names_keep_separate_executions,
             runtime_names_keep_separate_snippets,

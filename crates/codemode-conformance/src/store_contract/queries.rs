@@ -168,3 +168,74 @@ pub async fn pending_lists_pending_entries_of_paused_executions_newest_first(sto
         .collect();
     assert_eq!(left, ["older", "older"]);
 }
+
+/// Pages of pending actions, each after the last of the page before, list exactly what the
+/// full list does, in its order; a cursor whose execution left `paused` still pages on.
+pub async fn pending_pages_follow_the_order_of_the_full_list(store: &dyn Store) {
+    // Two executions share a created_at, so insertion order breaks the tie.
+    for (id, at) in [("a", 1), ("b", 2), ("c", 2), ("d", 3), ("running", 4)] {
+        let mut e = execution(id, at);
+        e.log = vec![entry(0, Applied), entry(1, Pending), entry(2, Pending)];
+        insert_execution(store, RT, &e, 50).await;
+        if id != "running" {
+            move_through(store, RT, id, &[Paused], 5).await;
+        }
+    }
+    let key = |p: &codemode::PendingAction| (p.execution_id.clone(), p.seq);
+    let all: Vec<_> = store
+        .pending(RT, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    assert_eq!(all.len(), 8);
+    for limit in [1, 3, 8, 50] {
+        let mut paged = Vec::new();
+        let mut after: Option<(String, u64)> = None;
+        loop {
+            let page = store
+                .pending_page(
+                    RT,
+                    after.as_ref().map(|(id, seq)| (id.as_str(), *seq)),
+                    limit,
+                )
+                .await
+                .unwrap();
+            assert!(page.len() <= limit);
+            paged.extend(page.iter().map(key));
+            match page.last() {
+                Some(last) if page.len() == limit => after = Some(key(last)),
+                _ => break,
+            }
+        }
+        assert_eq!(paged, all, "pages of {limit}");
+    }
+    // The cursor's execution is approved meanwhile: the next page starts where it was.
+    let first = store.pending_page(RT, None, 3).await.unwrap();
+    let cursor = key(&first[2]);
+    assert!(wins_claim(store, RT, &cursor.0, Paused, "n", FAR, 10).await);
+    let rest: Vec<_> = store
+        .pending_page(RT, Some((cursor.0.as_str(), cursor.1)), 50)
+        .await
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    let expected: Vec<_> = all[3..]
+        .iter()
+        .filter(|(id, _)| *id != cursor.0)
+        .cloned()
+        .collect();
+    assert_eq!(rest, expected);
+    let unknown = store
+        .pending_page(RT, Some(("missing", 1)), 50)
+        .await
+        .unwrap();
+    assert!(unknown.is_empty(), "{unknown:?}");
+    assert!(store
+        .pending_page("other", None, 50)
+        .await
+        .unwrap()
+        .is_empty());
+}

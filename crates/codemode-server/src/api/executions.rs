@@ -8,7 +8,8 @@ use crate::decisions;
 use crate::state::SharedState;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Extension;
 use axum::{Json, Router};
@@ -41,11 +42,78 @@ pub fn routes() -> Router<SharedState> {
 struct PendingQuery {
     /// Only this execution's pending actions.
     execution_id: Option<String>,
+    /// A page of at most this many actions (at most [`MAX_PENDING_PAGE`]); a full page's
+    /// answer names the next one in its `Link` header.
+    limit: Option<usize>,
+    /// The page starts after this action, `EXECUTION_ID:SEQ` (as the `Link` header says).
+    after: Option<String>,
 }
 
-async fn pending(State(s): State<SharedState>, Query(q): Query<PendingQuery>) -> ApiResult {
+/// The largest page `GET /api/pending` answers, and the page size when only `after` is given.
+const MAX_PENDING_PAGE: usize = 1_000;
+
+/// Pending actions: all of them (or one execution's), or a page when `limit` or `after` is
+/// given, read a page at a time from the store.
+async fn pending(
+    State(s): State<SharedState>,
+    Query(q): Query<PendingQuery>,
+) -> Result<Response, ApiError> {
     let only = q.execution_id.as_deref().filter(|id| !id.is_empty());
-    to_json(s.runtime.pending(only).await?)
+    let after = q.after.as_deref().filter(|a| !a.is_empty());
+    if only.is_some() || (q.limit.is_none() && after.is_none()) {
+        return to_json(s.runtime.pending(only).await?).map(IntoResponse::into_response);
+    }
+    let limit = q.limit.unwrap_or(MAX_PENDING_PAGE).min(MAX_PENDING_PAGE);
+    if limit == 0 {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "limit must be at least 1",
+        ));
+    }
+    let after = after.map(parse_after).transpose()?;
+    let page = s
+        .runtime
+        .pending_page(after.as_ref().map(|(id, seq)| (id.as_str(), *seq)), limit)
+        .await?;
+    let next = match page.last() {
+        Some(last) if page.len() == limit => Some(format!(
+            "<?limit={limit}&after={}:{}>; rel=\"next\"",
+            percent_encode(&last.execution_id),
+            last.seq
+        )),
+        _ => None,
+    };
+    let body = to_json(page)?;
+    Ok(match next.and_then(|n| HeaderValue::from_str(&n).ok()) {
+        Some(link) => ([(header::LINK, link)], body).into_response(),
+        None => body.into_response(),
+    })
+}
+
+/// `EXECUTION_ID:SEQ`, split at the last `:`.
+fn parse_after(after: &str) -> Result<(String, u64), ApiError> {
+    after
+        .rsplit_once(':')
+        .and_then(|(id, seq)| Some((id.to_string(), seq.parse().ok()?)))
+        .filter(|(id, _)| !id.is_empty())
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("after must be EXECUTION_ID:SEQ, not {after:?}"),
+            )
+        })
+}
+
+/// A query value with everything but unreserved characters percent-encoded.
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// The default age `POST /api/expire` rejects paused runs past: one day.

@@ -40,6 +40,20 @@ impl Runtime {
             .await?)
     }
 
+    /// At most `limit` pending actions, newest execution first, after `after` (the execution
+    /// id and seq of the last action of the page before); see [`crate::Store::pending_page`].
+    pub async fn pending_page(
+        &self,
+        after: Option<(&str, u64)>,
+        limit: usize,
+    ) -> Result<Vec<PendingAction>, RuntimeError> {
+        Ok(self
+            .inner
+            .store
+            .pending_page(&self.inner.name, after, limit)
+            .await?)
+    }
+
     /// Rejects the pending actions (`seq` must be one of them) as `local`; the execution
     /// ends `rejected`. Undoes nothing. Returns false if that action is no longer pending;
     /// refused while a rollback holds it.

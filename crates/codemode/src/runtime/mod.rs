@@ -123,7 +123,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Terminal executions kept when a new run begins (default 50).
+    /// Terminal executions kept when a new run begins (default 50; `usize::MAX` turns
+    /// retention off).
     pub fn max_executions(mut self, keep: usize) -> Self {
         self.max_executions = keep;
         self
