@@ -162,6 +162,24 @@ pub const CHILD_WALL_TIME: std::time::Duration = std::time::Duration::from_milli
 /// The lease of the nodes the crash tests kill (a lease outlives the longest pass).
 pub const CHILD_LEASE: std::time::Duration = std::time::Duration::from_millis(1200);
 
+/// Resumes execution `id`, left running by a node that died, once the dead node's lease
+/// ([`CHILD_LEASE`]) has passed: tries again while the lease still holds it, for at most ten
+/// leases. Panics (naming `at`) on any other error.
+pub async fn take_over(runtime: &codemode::Runtime, id: &str, at: &str) -> codemode::Outcome {
+    let deadline = std::time::Instant::now() + CHILD_LEASE * 10;
+    loop {
+        match runtime.resume_interrupted(id).await {
+            Ok(outcome) => return outcome,
+            Err(codemode::RuntimeError::AlreadyHandled { .. })
+                if std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await
+            }
+            Err(e) => panic!("{at}: take over: {e}"),
+        }
+    }
+}
+
 /// After a node died at `case`: another node (a fresh runtime named `runtime_name` on
 /// `store`) finds the log the case predicts, takes the run over once the dead node's lease
 /// ([`CHILD_LEASE`]) has passed, approves it, and every write has taken effect exactly once, the
@@ -187,18 +205,7 @@ pub async fn take_over_and_check(
     let states: Vec<codemode::EntryState> = run.log.iter().map(|e| e.state).collect();
     assert_eq!(states, case.states_after_crash, "{at}");
 
-    let deadline = std::time::Instant::now() + CHILD_LEASE * 10;
-    let outcome = loop {
-        match runtime.resume_interrupted(&run.id).await {
-            Ok(outcome) => break outcome,
-            Err(codemode::RuntimeError::AlreadyHandled { .. })
-                if std::time::Instant::now() < deadline =>
-            {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await
-            }
-            Err(e) => panic!("{at}: take over: {e}"),
-        }
-    };
+    let outcome = take_over(&runtime, &run.id, &at).await;
     assert!(
         matches!(outcome, Outcome::Paused { .. }),
         "{at}: {outcome:?}"

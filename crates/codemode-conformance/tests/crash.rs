@@ -1,7 +1,7 @@
 //! Kills a child process running an execution at each durable point, reopens the database
 //! and resumes: nothing applied runs again, an `executing` call re-runs with the same key.
 
-use codemode_conformance::journal::{take_over_and_check, CRASH_CASES};
+use codemode_conformance::journal::{take_over, take_over_and_check, CRASH_CASES};
 use std::process::Command;
 use std::sync::Arc;
 
@@ -64,19 +64,7 @@ async fn a_run_killed_in_an_approved_write_is_resumed_and_applies_it_once() {
         let run = runtime.executions(None).await.unwrap().remove(0);
         assert_eq!(run.status, ExecutionStatus::Running, "{point}");
         assert_eq!(run.log[0].state, EntryState::Executing, "{point}");
-        // Poll until the dead node's lease has passed and the take-over is allowed.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        let outcome = loop {
-            match runtime.resume_interrupted(&run.id).await {
-                Ok(outcome) => break outcome,
-                Err(codemode::RuntimeError::AlreadyHandled { .. })
-                    if std::time::Instant::now() < deadline =>
-                {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
-                }
-                Err(e) => panic!("{point}: {e}"),
-            }
-        };
+        let outcome = take_over(&runtime, &run.id, point).await;
         let key = format!("{}:0", run.id);
         let Outcome::Completed { result, .. } = outcome else {
             panic!("{point}: {outcome:?}")
@@ -163,18 +151,7 @@ async fn a_run_killed_in_a_batch_of_approved_writes_applies_each_once() {
                 "{at}: {before:?}"
             );
         }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        let outcome = loop {
-            match runtime.resume_interrupted(&run.id).await {
-                Ok(outcome) => break outcome,
-                Err(codemode::RuntimeError::AlreadyHandled { .. })
-                    if std::time::Instant::now() < deadline =>
-                {
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
-                }
-                Err(e) => panic!("{at}: {e}"),
-            }
-        };
+        let outcome = take_over(&runtime, &run.id, &at).await;
         let Outcome::Completed { result, .. } = outcome else {
             panic!("{at}: {outcome:?}")
         };
@@ -262,18 +239,7 @@ async fn edited_and_standing_approvals_survive_a_crash_on_both_stores() {
                 run.log[0].approved_args.as_ref().unwrap()["value"],
                 "person"
             );
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-            let outcome = loop {
-                match runtime.resume_interrupted(&run.id).await {
-                    Ok(outcome) => break outcome,
-                    Err(codemode::RuntimeError::AlreadyHandled { .. })
-                        if std::time::Instant::now() < deadline =>
-                    {
-                        tokio::time::sleep(std::time::Duration::from_millis(20)).await
-                    }
-                    Err(e) => panic!("{point} {db}: {e}"),
-                }
-            };
+            let outcome = take_over(&runtime, &run.id, &format!("{point} {db}")).await;
             let Outcome::Completed { result, .. } = outcome else {
                 panic!("{point} {db}: {outcome:?}")
             };

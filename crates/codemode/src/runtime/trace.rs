@@ -70,25 +70,17 @@ impl Runtime {
         parent: Option<&Span>,
     ) -> Result<bool, StoreError> {
         let to = commit.transition.as_ref().map(|t| t.to.as_str());
-        let span = match parent {
-            Some(parent) => tracing::info_span!(
-                target: TRACE_TARGET,
-                parent: parent,
-                "codemode.store.commit",
-                codemode.execution_id = %commit.execution_id,
-                codemode.entries = commit.entries.len() as i64,
-                codemode.to = to,
-                codemode.won = field::Empty,
-            ),
-            None => tracing::info_span!(
-                target: TRACE_TARGET,
-                "codemode.store.commit",
-                codemode.execution_id = %commit.execution_id,
-                codemode.entries = commit.entries.len() as i64,
-                codemode.to = to,
-                codemode.won = field::Empty,
-            ),
-        };
+        // No parent given: the current span (none at all makes a root, as the macro would).
+        let parent = parent.cloned().unwrap_or_else(Span::current);
+        let span = tracing::info_span!(
+            target: TRACE_TARGET,
+            parent: &parent,
+            "codemode.store.commit",
+            codemode.execution_id = %commit.execution_id,
+            codemode.entries = commit.entries.len() as i64,
+            codemode.to = to,
+            codemode.won = field::Empty,
+        );
         let started = Instant::now();
         let won = self
             .inner
@@ -117,25 +109,16 @@ impl Runtime {
     /// one, else of the current span.
     pub(super) fn pass_span(&self, execution: &Execution, parent: Option<&Span>) -> Span {
         let pass = pass_number(execution);
-        let span = match parent {
-            Some(parent) => tracing::info_span!(
-                target: TRACE_TARGET,
-                parent: parent,
-                "codemode.pass",
-                codemode.execution_id = %execution.id,
-                codemode.runtime = %self.inner.name,
-                codemode.pass = pass,
-                codemode.status = field::Empty,
-            ),
-            None => tracing::info_span!(
-                target: TRACE_TARGET,
-                "codemode.pass",
-                codemode.execution_id = %execution.id,
-                codemode.runtime = %self.inner.name,
-                codemode.pass = pass,
-                codemode.status = field::Empty,
-            ),
-        };
+        let contextual = parent.cloned().unwrap_or_else(Span::current);
+        let span = tracing::info_span!(
+            target: TRACE_TARGET,
+            parent: &contextual,
+            "codemode.pass",
+            codemode.execution_id = %execution.id,
+            codemode.runtime = %self.inner.name,
+            codemode.pass = pass,
+            codemode.status = field::Empty,
+        );
         if parent.is_none() {
             self.restore_trace(&span, execution);
         }
