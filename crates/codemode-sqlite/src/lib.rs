@@ -21,12 +21,18 @@
 //! the machine is busy, concurrent executions thus share one transaction (and, with
 //! `synchronous_full`, one `fsync`) instead of queueing for the write lock one by one.
 //!
-//! # Why the async methods do no SQLite work inline
-//! No `Store` method runs SQL on the caller's thread: writes go to the writer thread and reads
-//! to a reader thread with a connection of its own (WAL lets it read beside the writer's open
-//! transaction). A tokio worker awaiting the store is free for other tasks meanwhile. The
-//! hand-off costs a thread wake-up (µs), which concurrent callers share. A read sees every
-//! write whose method returned before the read was called.
+//! # When SQLite work runs on the caller's thread
+//! A write runs on the caller's thread only when nothing there can wait: no write is queued
+//! for the writer thread, the write connection is free, the file's write lock is free at once
+//! (that attempt does not use the busy timeout), and the commit does not `fsync`
+//! (`synchronous=NORMAL`; with [`SqliteOptions::synchronous_full`] every write goes to the
+//! writer thread). It is then one short transaction of its own, with no thread hand-off: a
+//! lone caller's write costs what the SQL costs. Checkpoints of the WAL always run on the
+//! writer thread (SQLite's automatic checkpoint is off on the write connection). Everything
+//! else, and every write while others wait, goes to the writer thread; reads go to a reader
+//! thread with a connection of its own (WAL lets it read beside the writer's open
+//! transaction), so a tokio worker never waits on a lock, a busy file or a disk. A read sees
+//! every write whose method returned before the read was called.
 //!
 //! # Tables of your own in the same file
 //! A connector that keeps its state in the store's file should reach it through
@@ -93,7 +99,11 @@ impl SqliteStore {
             .collect::<Result<Vec<_>, _>>()?;
         let location: Arc<str> = location.into();
         Ok(SqliteStore {
-            writer: Writer::start(conn, location.clone())?,
+            writer: Writer::start(
+                conn,
+                location.clone(),
+                (!options.synchronous_full).then_some(options.busy_timeout),
+            )?,
             readers: Readers::start(readers, location.clone())?,
             location,
         })

@@ -1,19 +1,31 @@
 //! The writer thread: it owns the write connection and commits every caller's write waiting
 //! for it in one `BEGIN IMMEDIATE` transaction (group commit), each write in a savepoint of
 //! its own, and wakes each caller once the transaction's `COMMIT` has returned.
+//!
+//! A write runs on its caller's thread instead, as a transaction of its own, when nothing
+//! could make that thread wait: no write is queued, the connection is free, the commit does
+//! not `fsync` (`synchronous=NORMAL`), the file's write lock is free at once (no busy wait
+//! for another process) and checkpoints are left to the writer thread. A lone caller thus
+//! pays no thread hand-off; as soon as writes queue, they share the writer's batches.
 
 use crate::codec::Ctx;
 use codemode::StoreError;
 use rusqlite::Connection;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// The most writes one transaction takes; the rest wait for the next one.
 const MAX_BATCH: usize = 512;
+/// How many writes the writer thread lets pass between two checkpoints of the WAL (SQLite's
+/// own automatic checkpoint is off, so that none runs on a caller's thread): a few pages
+/// each, about SQLite's default of 1,000 pages.
+pub(crate) const CHECKPOINT_EVERY: usize = 250;
 
 /// A write as sent to the thread: it runs inside the batch's transaction.
 trait Job: Send {
@@ -105,6 +117,20 @@ pub(crate) struct Writer {
     conn: Arc<Mutex<Connection>>,
     thread: Option<JoinHandle<()>>,
     loc: Arc<str>,
+    /// What the thread shares with the callers.
+    shared: Arc<Shared>,
+    /// The busy timeout to restore after a write that ran on its caller's thread; `None`
+    /// when writes never do (`synchronous=FULL`: every commit waits for `fsync`).
+    inline: Option<Duration>,
+}
+
+/// Counters the writer thread and the callers share.
+#[derive(Default)]
+struct Shared {
+    /// Writes sent to the thread that it has not taken yet.
+    queued: AtomicUsize,
+    /// Writes committed since the last checkpoint.
+    since_checkpoint: AtomicUsize,
 }
 
 impl std::fmt::Debug for Writer {
@@ -114,15 +140,24 @@ impl std::fmt::Debug for Writer {
 }
 
 impl Writer {
-    /// Starts the thread that owns `conn`.
-    pub fn start(conn: Connection, loc: Arc<str>) -> Result<Writer, StoreError> {
+    /// Starts the thread that owns `conn`. With `inline` (the connection's busy timeout), a
+    /// write may run on its caller's thread when that cannot make it wait.
+    pub fn start(
+        conn: Connection,
+        loc: Arc<str>,
+        inline: Option<Duration>,
+    ) -> Result<Writer, StoreError> {
+        // Checkpoints are the writer thread's (see `CHECKPOINT_EVERY`).
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .ctx(&loc, "turning off automatic checkpoints")?;
         let conn = Arc::new(Mutex::new(conn));
+        let shared = Arc::new(Shared::default());
         let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
         let thread = {
-            let (conn, for_thread) = (conn.clone(), loc.clone());
+            let (conn, for_thread, shared) = (conn.clone(), loc.clone(), shared.clone());
             std::thread::Builder::new()
-                .name("codemode-sqlite-writer".into())
-                .spawn(move || serve(&queue, &conn, &for_thread))
+                .name(WRITER_THREAD.into())
+                .spawn(move || serve(&queue, &conn, &for_thread, &shared))
                 .map_err(|e| {
                     StoreError::Backend(format!("cannot start the writer thread for {loc}: {e}"))
                 })?
@@ -132,6 +167,8 @@ impl Writer {
             conn,
             thread: Some(thread),
             loc,
+            shared,
+            inline,
         })
     }
 
@@ -143,13 +180,74 @@ impl Writer {
         F: FnOnce(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        let (reply, answer) = oneshot::channel();
+        let (reply, mut answer) = oneshot::channel();
         let job: Box<dyn Job> = Box::new(Op { f, reply });
-        let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
-        if !matches!(sent, Some(Ok(()))) {
+        let job = match self.run_inline(job) {
+            // Answered already (a panicking write dropped its reply).
+            None => return answer.try_recv().unwrap_or_else(|_| Err(self.stopped())),
+            Some(job) => job,
+        };
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        if !self.send(job) {
+            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
             return Err(self.stopped());
         }
         answer.await.unwrap_or_else(|_| Err(self.stopped()))
+    }
+
+    fn send(&self, job: Box<dyn Job>) -> bool {
+        matches!(self.jobs.as_ref().map(|jobs| jobs.send(job)), Some(Ok(())))
+    }
+
+    /// Runs `job` on this thread as a transaction of its own if nothing can make it wait;
+    /// gives it back otherwise (for the writer thread).
+    fn run_inline(&self, job: Box<dyn Job>) -> Option<Box<dyn Job>> {
+        let Some(busy_timeout) = self.inline else {
+            return Some(job);
+        };
+        if self.shared.queued.load(Ordering::SeqCst) != 0 {
+            return Some(job);
+        }
+        // Taken (a batch, `with_connection`, another caller's inline write) or poisoned: the
+        // writer thread deals with it.
+        let Ok(conn) = self.conn.try_lock() else {
+            return Some(job);
+        };
+        if !conn.is_autocommit() {
+            return Some(job);
+        }
+        // Another process holding the file's write lock would make `BEGIN` wait: don't.
+        let began = conn.busy_timeout(Duration::ZERO).is_ok()
+            && exec(
+                &conn,
+                &self.loc,
+                "BEGIN IMMEDIATE",
+                "starting a transaction",
+            )
+            .is_ok();
+        if let Err(e) = conn.busy_timeout(busy_timeout) {
+            tracing::warn!(store = %self.loc, error = %e, "restoring the busy timeout failed");
+        }
+        if !began {
+            return Some(job);
+        }
+        let mut batch = VecDeque::from([job]);
+        commit_begun(&conn, &self.loc, &mut batch);
+        drop(conn);
+        let written = self.shared.since_checkpoint.fetch_add(1, Ordering::SeqCst) + 1;
+        if written == CHECKPOINT_EVERY {
+            // Wakes the writer thread, which checkpoints after this empty write.
+            let (reply, _) = oneshot::channel::<Result<(), StoreError>>();
+            let nudge = Op {
+                f: |_: &Connection, _: &str| Ok(()),
+                reply,
+            };
+            self.shared.queued.fetch_add(1, Ordering::SeqCst);
+            if !self.send(Box::new(nudge)) {
+                self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        None
     }
 
     /// The connection, locked: the thread holds the lock for one transaction at a time.
@@ -193,10 +291,21 @@ pub(crate) fn roll_back_open(conn: &Connection) -> rusqlite::Result<bool> {
     conn.execute_batch("ROLLBACK").map(|()| true)
 }
 
-/// The thread: takes whatever is waiting (at least one write) and commits it as one.
-fn serve(queue: &mpsc::Receiver<Box<dyn Job>>, conn: &Mutex<Connection>, loc: &str) {
+/// The name of the writer thread.
+pub(crate) const WRITER_THREAD: &str = "codemode-sqlite-writer";
+
+/// The thread: takes whatever is waiting (at least one write) and commits it as one, and
+/// checkpoints the WAL every [`CHECKPOINT_EVERY`] writes (its own and the inline ones).
+fn serve(
+    queue: &mpsc::Receiver<Box<dyn Job>>,
+    conn: &Mutex<Connection>,
+    loc: &str,
+    shared: &Shared,
+) {
     while let Ok(first) = queue.recv() {
-        // Writes sent while the lock is taken (by `with_connection`) join this batch.
+        // Writes sent while the lock is taken (by `with_connection`) join this batch. The
+        // first still counts as queued until the lock is held, so no write runs inline
+        // ahead of it.
         let conn = lock(conn);
         let mut batch = VecDeque::from([first]);
         while batch.len() < MAX_BATCH {
@@ -205,7 +314,23 @@ fn serve(queue: &mpsc::Receiver<Box<dyn Job>>, conn: &Mutex<Connection>, loc: &s
                 Err(_) => break,
             }
         }
+        shared.queued.fetch_sub(batch.len(), Ordering::SeqCst);
+        let written = batch.len();
         commit_batch(&conn, loc, batch);
+        let since = shared.since_checkpoint.fetch_add(written, Ordering::SeqCst) + written;
+        if since >= CHECKPOINT_EVERY {
+            shared.since_checkpoint.store(0, Ordering::SeqCst);
+            checkpoint(&conn, loc);
+        }
+    }
+}
+
+/// Copies the WAL's pages into the database without waiting for readers (`PASSIVE`), so
+/// that the WAL starts over once no reader needs its old pages.
+fn checkpoint(conn: &Connection, loc: &str) {
+    let done = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    if let Err(e) = done {
+        tracing::warn!(store = %loc, error = %e, "checkpointing the WAL failed");
     }
 }
 
@@ -226,35 +351,41 @@ fn commit_batch(conn: &Connection, loc: &str, mut batch: VecDeque<Box<dyn Job>>)
             }
             return;
         }
-        // A write alone needs no savepoint: its failure rolls back the transaction.
-        let alone = batch.len() == 1;
-        let mut done: Vec<Box<dyn Done>> = Vec::with_capacity(batch.len());
-        let mut lost = None;
-        while let Some(job) = batch.pop_front() {
-            match run_one(conn, loc, job, alone) {
-                Step::Kept(d) => done.push(d),
-                Step::Skipped => {}
-                Step::Lost(d, e) => {
-                    done.extend(d);
-                    lost = Some(e);
-                    break;
-                }
+        commit_begun(conn, loc, &mut batch);
+    }
+}
+
+/// Runs the writes of `batch` in the transaction begun on `conn`, ends it, and answers
+/// their callers; leaves in `batch` the writes after one whose error ended it early.
+fn commit_begun(conn: &Connection, loc: &str, batch: &mut VecDeque<Box<dyn Job>>) {
+    // A write alone needs no savepoint: its failure rolls back the transaction.
+    let alone = batch.len() == 1;
+    let mut done: Vec<Box<dyn Done>> = Vec::with_capacity(batch.len());
+    let mut lost = None;
+    while let Some(job) = batch.pop_front() {
+        match run_one(conn, loc, job, alone) {
+            Step::Kept(d) => done.push(d),
+            Step::Skipped => {}
+            Step::Lost(d, e) => {
+                done.extend(d);
+                lost = Some(e);
+                break;
             }
         }
-        let ended = match lost {
-            Some(e) => Err(e),
-            // A write alone failed and its transaction was rolled back.
-            None if conn.is_autocommit() => Ok(()),
-            None => exec(conn, loc, "COMMIT", "committing"),
-        };
-        if ended.is_err() {
-            if let Err(e) = roll_back_open(conn) {
-                tracing::warn!(store = %loc, error = %e, "rolling back a failed batch failed");
-            }
+    }
+    let ended = match lost {
+        Some(e) => Err(e),
+        // A write alone failed and its transaction was rolled back.
+        None if conn.is_autocommit() => Ok(()),
+        None => exec(conn, loc, "COMMIT", "committing"),
+    };
+    if ended.is_err() {
+        if let Err(e) = roll_back_open(conn) {
+            tracing::warn!(store = %loc, error = %e, "rolling back a failed batch failed");
         }
-        for d in done {
-            d.finish(ended.as_ref().map(|_| ()));
-        }
+    }
+    for d in done {
+        d.finish(ended.as_ref().map(|_| ()));
     }
 }
 
@@ -298,5 +429,123 @@ fn run_one(conn: &Connection, loc: &str, job: Box<dyn Job>, alone: bool) -> Step
         (Some(d), Ok(())) => Step::Kept(d),
         (None, Ok(())) => Step::Skipped,
         (d, Err(e)) => Step::Lost(d, e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+    use std::time::Instant;
+
+    const BUSY: Duration = Duration::from_secs(5);
+
+    fn open(dir: &std::path::Path) -> Connection {
+        let conn = Connection::open(dir.join("w.db")).unwrap();
+        conn.busy_timeout(BUSY).unwrap();
+        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+            .unwrap();
+        conn.execute_batch("CREATE TABLE t (v TEXT)").unwrap();
+        conn
+    }
+
+    /// Inserts a row; answers the name of the thread that ran the write.
+    fn insert(c: &Connection, _: &str) -> Result<String, StoreError> {
+        c.execute("INSERT INTO t VALUES (?1)", ["x".repeat(1_000)])
+            .ctx("test", "inserting")?;
+        Ok(std::thread::current()
+            .name()
+            .unwrap_or_default()
+            .to_string())
+    }
+
+    #[tokio::test]
+    async fn a_lone_write_runs_on_its_callers_thread_unless_every_commit_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::start(open(dir.path()), "w.db".into(), Some(BUSY)).unwrap();
+        let here = std::thread::current()
+            .name()
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(writer.write(insert).await.unwrap(), here);
+        drop(writer);
+
+        let full = Writer::start(open_again(dir.path()), "w.db".into(), None).unwrap();
+        assert_eq!(full.write(insert).await.unwrap(), WRITER_THREAD);
+    }
+
+    fn open_again(dir: &std::path::Path) -> Connection {
+        let conn = Connection::open(dir.join("w.db")).unwrap();
+        conn.busy_timeout(BUSY).unwrap();
+        conn
+    }
+
+    #[tokio::test]
+    async fn a_write_never_waits_on_its_callers_thread_for_another_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::start(open(dir.path()), "w.db".into(), Some(BUSY)).unwrap();
+        let other = open_again(dir.path());
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+
+        let started = Instant::now();
+        let mut write = Box::pin(writer.write(insert));
+        assert!(
+            (&mut write).now_or_never().is_none(),
+            "the write cannot commit yet"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "the caller's thread waited {:?} for the other connection's lock",
+            started.elapsed()
+        );
+        other.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(write.await.unwrap(), WRITER_THREAD);
+        // The busy timeout the inline attempt lowered is back for the writer's connection.
+        let kept = writer
+            .lock()
+            .query_row("PRAGMA busy_timeout", [], |r| r.get::<_, i64>(0));
+        assert_eq!(kept.unwrap(), 5_000);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_or_failing_inline_write_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::start(open(dir.path()), "w.db".into(), Some(BUSY)).unwrap();
+        let panicked = writer
+            .write(|c: &Connection, loc: &str| -> Result<(), StoreError> {
+                insert(c, loc)?;
+                panic!("a bug in a write")
+            })
+            .await;
+        assert!(
+            matches!(panicked, Err(StoreError::Backend(m)) if m.contains("stopped before answering"))
+        );
+        let failed = writer
+            .write(|c: &Connection, loc: &str| -> Result<(), StoreError> {
+                insert(c, loc)?;
+                Err(StoreError::Backend("refused".into()))
+            })
+            .await;
+        assert!(matches!(failed, Err(StoreError::Backend(m)) if m == "refused"));
+        writer.write(insert).await.unwrap();
+        let rows = writer
+            .lock()
+            .query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0));
+        assert_eq!(rows.unwrap(), 1, "only the write that succeeded is kept");
+        assert!(writer.lock().is_autocommit(), "no transaction is left open");
+    }
+
+    #[tokio::test]
+    async fn the_writer_thread_checkpoints_what_inline_writes_leave_in_the_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::start(open(dir.path()), "w.db".into(), Some(BUSY)).unwrap();
+        // About 2 pages each: 8,000 pages (32 MB) of WAL without checkpoints.
+        for _ in 0..4_000 {
+            writer.write(insert).await.unwrap();
+        }
+        let wal = std::fs::metadata(dir.path().join("w.db-wal"))
+            .unwrap()
+            .len();
+        assert!(wal < 8 << 20, "the WAL grew to {wal} bytes");
     }
 }
