@@ -35,6 +35,26 @@ fn prune_sql(keep: &str) -> String {
 /// The prune does not see the new row, which is not terminal anyway.
 static INSERT: LazyLock<String> = LazyLock::new(|| {
     format!(
+        "{}, pruned AS (
+    {}
+), undo AS (
+    {}
+)
+SELECT count(*) FROM pruned",
+        insert_ctes(),
+        prune_sql("$13"),
+        undo_sql("pruned")
+    )
+});
+
+/// [`INSERT`] for a runtime that keeps every execution: no prune, which would walk every
+/// terminal execution to find none past `$13` (the maximum).
+static INSERT_KEEPING_ALL: LazyLock<String> =
+    LazyLock::new(|| format!("{} SELECT $13::bigint * 0", insert_ctes()));
+
+/// The insert and its entries, as the first common table expressions of a statement.
+fn insert_ctes() -> String {
+    format!(
         "WITH cas AS (
     INSERT INTO codemode_executions (runtime, id, code, status, result, error, logs,
                                      connectors, created_at, updated_at, lease_owner,
@@ -43,17 +63,10 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
     RETURNING 1
 ), entries AS (
     {}
-), pruned AS (
-    {}
-), undo AS (
-    {}
-)
-SELECT count(*) FROM pruned",
-        upsert_entries(16),
-        prune_sql("$13"),
-        undo_sql("pruned")
+)",
+        upsert_entries(16)
     )
-});
+}
 
 static PRUNE: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -100,8 +113,13 @@ pub(crate) async fn insert(
         &execution.traceparent,
     ];
     let params: Vec<&(dyn ToSql + Sync)> = head.into_iter().chain(entries.params()).collect();
+    let sql = if keep == i64::MAX {
+        &INSERT_KEEPING_ALL
+    } else {
+        &INSERT
+    };
     let stmt = client
-        .prepare_cached(&INSERT)
+        .prepare_cached(sql)
         .await
         .ctx(loc, "preparing an insert")?;
     let pruned: i64 = match client.query_one(&stmt, &params).await {

@@ -44,6 +44,27 @@ pub async fn retention_prunes_the_oldest_terminal_executions_and_never_running_o
     );
 }
 
+/// Keeping every execution (`keep` = `usize::MAX`, retention off) prunes nothing and still
+/// writes an insert's log; a later insert with a bound prunes as usual.
+pub async fn retention_off_keeps_every_execution(store: &dyn Store) {
+    for i in 0..3 {
+        let id = format!("all-{i}");
+        let mut e = execution(&id, i);
+        e.log = vec![entry(0, Applied)];
+        let pruned = insert_execution(store, RT, &e, usize::MAX);
+        assert_eq!(pruned.await, 0, "inserting {id} with retention off");
+        move_through(store, RT, &id, &[Completed], 50).await;
+        assert_eq!(read(store, RT, &id).await.log, e.log, "{id}'s log");
+    }
+    assert_eq!(store.prune_executions(RT, usize::MAX).await.unwrap(), 0);
+    assert_eq!(
+        listed(store, RT, None, None).await,
+        ["all-2", "all-1", "all-0"]
+    );
+    let pruned = insert_execution(store, RT, &execution("bounded", 9), 1).await;
+    assert_eq!(pruned, 2, "terminal executions beyond the newest 1");
+}
+
 /// Among terminal executions created at the same ms, retention keeps the last inserted.
 pub async fn retention_breaks_created_at_ties_by_insertion_order(store: &dyn Store) {
     for id in ["first", "second", "third"] {
