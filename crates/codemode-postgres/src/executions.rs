@@ -18,11 +18,37 @@ fn undo_sql(deleted: &str) -> String {
     )
 }
 
+/// The first key of the advisory lock that prunes of one runtime take (the second is the
+/// runtime name's hash): "cmpr".
+const PRUNE_LOCK: i32 = 0x636d_7072;
+
+/// How a prune waits for another prune of the same runtime.
+#[derive(Clone, Copy)]
+enum PruneTurn {
+    /// Skips the prune while another runs (an insert's: that one prunes what this would).
+    SkipIfBusy,
+    /// Waits for it (an explicit prune, whose count the caller reads).
+    Wait,
+}
+
 /// Terminal executions of `$1` past the newest `$K`, deleted (their logs by cascade).
-fn prune_sql(keep: &str) -> String {
+/// Prunes of one runtime take turns under a transaction's advisory lock, taken before any
+/// row is touched: two of them deleting the same old rows in different orders deadlocked.
+fn prune_sql(keep: &str, turn: PruneTurn) -> String {
+    let lock = match turn {
+        PruneTurn::SkipIfBusy => "pg_try_advisory_xact_lock",
+        PruneTurn::Wait => "pg_advisory_xact_lock",
+    };
+    let taken = match turn {
+        PruneTurn::SkipIfBusy => format!("(SELECT {lock}({PRUNE_LOCK}, hashtext($1)))"),
+        PruneTurn::Wait => {
+            format!("(SELECT true FROM {lock}({PRUNE_LOCK}, hashtext($1)) AS taken)")
+        }
+    };
     format!(
         "DELETE FROM codemode_executions
-    WHERE status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
+    WHERE {taken}
+      AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
       AND pk IN (SELECT pk FROM codemode_executions
                  WHERE runtime = $1
                    AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
@@ -42,7 +68,7 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
 )
 SELECT count(*) FROM pruned",
         insert_ctes(),
-        prune_sql("$13"),
+        prune_sql("$13", PruneTurn::SkipIfBusy),
         undo_sql("pruned")
     )
 });
@@ -71,7 +97,7 @@ fn insert_ctes() -> String {
 static PRUNE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH pruned AS ({}), undo AS ({}) SELECT count(*) FROM pruned",
-        prune_sql("$2"),
+        prune_sql("$2", PruneTurn::Wait),
         undo_sql("pruned")
     )
 });

@@ -182,3 +182,50 @@ async fn nodes_opening_a_new_database_at_once_migrate_it_once() {
         .get(0);
     assert_eq!(v, codemode_postgres::SCHEMA_VERSION);
 }
+
+/// Two nodes inserting and finishing runs at once, each insert pruning past a small `keep`:
+/// the prunes never deadlock on the old rows they would both delete, and retention holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_inserts_that_prune_never_deadlock() {
+    let (db, a) = setup_or_skip!("concurrent_inserts_that_prune");
+    let b = PostgresStore::connect(db.url()).await.unwrap();
+    const TASKS: usize = 16;
+    const RUNS: usize = 40;
+    const KEEP: usize = 5;
+    let stores = [a, b];
+    let barrier = Arc::new(Barrier::new(TASKS));
+    let tasks = (0..TASKS).map(|t| {
+        let (store, barrier) = (stores[t % 2].clone(), barrier.clone());
+        tokio::spawn(async move {
+            barrier.wait().await;
+            for r in 0..RUNS {
+                let id = format!("p{t}-{r}");
+                let at = (r * TASKS + t) as i64;
+                store
+                    .insert_execution(RT, &execution(&id, at), &lease("n", i64::MAX), KEEP)
+                    .await
+                    .map_err(|e| format!("inserting {id}: {e}"))?;
+                let done = Commit {
+                    execution_id: id.clone(),
+                    owner: Some("n".into()),
+                    entries: vec![],
+                    transition: Some(Transition::new(
+                        ExecutionStatus::Running,
+                        ExecutionStatus::Completed,
+                        at,
+                    )),
+                };
+                let committed = store.commit(RT, &done).await;
+                committed.map_err(|e| format!("completing {id}: {e}"))?;
+            }
+            Ok::<(), String>(())
+        })
+    });
+    for task in futures::future::join_all(tasks).await {
+        task.unwrap().unwrap();
+    }
+    // The last insert's prune may have been left to another; an explicit prune settles it.
+    stores[0].prune_executions(RT, KEEP).await.unwrap();
+    let left = stores[0].executions(RT, None, None).await.unwrap();
+    assert_eq!(left.len(), KEEP, "terminal executions kept");
+}
