@@ -6,18 +6,21 @@
 //! could make that thread wait: no write is queued, the connection is free, the commit does
 //! not `fsync` (`synchronous=NORMAL`), the file's write lock is free at once (no busy wait
 //! for another process) and checkpoints are left to the writer thread. A lone caller thus
-//! pays no thread hand-off; as soon as writes queue, they share the writer's batches.
+//! pays no thread hand-off. Once writes meet (a write finds another in progress, or the
+//! thread takes more than one at a time), every write goes to the thread for
+//! [`SHARING_WINDOW`] after the last such meeting, so concurrent writes share its batches
+//! (one transaction each instead of one per write).
 
 use crate::codec::Ctx;
 use codemode::StoreError;
 use rusqlite::Connection;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// The most writes one transaction takes; the rest wait for the next one.
@@ -25,7 +28,9 @@ const MAX_BATCH: usize = 512;
 /// How many writes the writer thread lets pass between two checkpoints of the WAL (SQLite's
 /// own automatic checkpoint is off, so that none runs on a caller's thread): a few pages
 /// each, about SQLite's default of 1,000 pages.
-pub(crate) const CHECKPOINT_EVERY: usize = 250;
+pub(crate) const CHECKPOINT_EVERY: usize = 1_000;
+/// How long writes keep going to the writer thread after two of them last met.
+pub(crate) const SHARING_WINDOW: Duration = Duration::from_millis(50);
 
 /// A write as sent to the thread: it runs inside the batch's transaction.
 trait Job: Send {
@@ -125,12 +130,43 @@ pub(crate) struct Writer {
 }
 
 /// Counters the writer thread and the callers share.
-#[derive(Default)]
 struct Shared {
     /// Writes sent to the thread that it has not taken yet.
     queued: AtomicUsize,
     /// Writes committed since the last checkpoint.
     since_checkpoint: AtomicUsize,
+    /// Until when (µs after `epoch`) writes go to the thread: two writes met lately.
+    sharing_until: AtomicU64,
+    /// The clock's start.
+    epoch: Instant,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            queued: AtomicUsize::new(0),
+            since_checkpoint: AtomicUsize::new(0),
+            sharing_until: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+impl Shared {
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// Two writes met: for a while, writes share the thread's batches.
+    fn met(&self) {
+        let window = u64::try_from(SHARING_WINDOW.as_micros()).unwrap_or(u64::MAX);
+        self.sharing_until
+            .store(self.now_us().saturating_add(window), Ordering::Relaxed);
+    }
+
+    fn sharing(&self) -> bool {
+        self.now_us() < self.sharing_until.load(Ordering::Relaxed)
+    }
 }
 
 impl std::fmt::Debug for Writer {
@@ -205,12 +241,17 @@ impl Writer {
         let Some(busy_timeout) = self.inline else {
             return Some(job);
         };
+        if self.shared.sharing() {
+            return Some(job);
+        }
         if self.shared.queued.load(Ordering::SeqCst) != 0 {
+            self.shared.met();
             return Some(job);
         }
         // Taken (a batch, `with_connection`, another caller's inline write) or poisoned: the
         // writer thread deals with it.
         let Ok(conn) = self.conn.try_lock() else {
+            self.shared.met();
             return Some(job);
         };
         if !conn.is_autocommit() {
@@ -315,6 +356,9 @@ fn serve(
             }
         }
         shared.queued.fetch_sub(batch.len(), Ordering::SeqCst);
+        if batch.len() > 1 {
+            shared.met();
+        }
         let written = batch.len();
         commit_batch(&conn, loc, batch);
         let since = shared.since_checkpoint.fetch_add(written, Ordering::SeqCst) + written;
@@ -539,13 +583,35 @@ mod tests {
     async fn the_writer_thread_checkpoints_what_inline_writes_leave_in_the_wal() {
         let dir = tempfile::tempdir().unwrap();
         let writer = Writer::start(open(dir.path()), "w.db".into(), Some(BUSY)).unwrap();
-        // About 2 pages each: 8,000 pages (32 MB) of WAL without checkpoints.
-        for _ in 0..4_000 {
+        // About 2 pages each: 20,000 pages (80 MB) of WAL without checkpoints.
+        for _ in 0..10_000 {
             writer.write(insert).await.unwrap();
         }
         let wal = std::fs::metadata(dir.path().join("w.db-wal"))
             .unwrap()
             .len();
-        assert!(wal < 8 << 20, "the WAL grew to {wal} bytes");
+        assert!(wal < 24 << 20, "the WAL grew to {wal} bytes");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_that_meet_share_the_writer_threads_batches_for_a_while() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::start(open(dir.path()), "w.db".into(), Some(BUSY)).unwrap();
+        let writer = Arc::new(writer);
+        // A write waiting for a held connection meets the one holding it.
+        let held = writer.lock();
+        let waiting = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.write(insert).await }
+        });
+        while writer.shared.queued.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        drop(held);
+        assert_eq!(waiting.await.unwrap().unwrap(), WRITER_THREAD);
+        // The next lone write still goes to the thread, until the window has passed.
+        assert_eq!(writer.write(insert).await.unwrap(), WRITER_THREAD);
+        tokio::time::sleep(SHARING_WINDOW * 2).await;
+        assert_ne!(writer.write(insert).await.unwrap(), WRITER_THREAD);
     }
 }
