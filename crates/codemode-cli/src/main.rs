@@ -4,11 +4,6 @@ use clap::Parser;
 use codemode_cli::cli;
 use codemode_server::telemetry;
 
-/// The binary's allocator (the libraries leave it to their host): each pass makes and frees a
-/// QuickJS runtime, and mimalloc serves those many small allocations faster than glibc.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
     // Log lines, and OpenTelemetry traces when an OTLP endpoint is set; kept until exit.
