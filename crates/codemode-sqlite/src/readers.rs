@@ -147,6 +147,8 @@ mod tests {
             .to_string())
     }
 
+    // Holding the connection while another read or write waits is what is tested.
+    #[allow(clippy::await_holding_lock)]
     #[tokio::test]
     async fn a_read_runs_on_its_callers_thread_unless_another_holds_that_connection() {
         let dir = tempfile::tempdir().unwrap();

@@ -593,6 +593,8 @@ mod tests {
         assert!(wal < 24 << 20, "the WAL grew to {wal} bytes");
     }
 
+    // Holding the connection while another read or write waits is what is tested.
+    #[allow(clippy::await_holding_lock)]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn writes_that_meet_share_the_writer_threads_batches_for_a_while() {
         let dir = tempfile::tempdir().unwrap();
