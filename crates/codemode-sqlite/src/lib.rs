@@ -27,14 +27,14 @@
 //! (that attempt does not use the busy timeout), and the commit does not `fsync`
 //! (`synchronous=NORMAL`; with [`SqliteOptions::synchronous_full`] every write goes to the
 //! writer thread). It is then one short transaction of its own, with no thread hand-off: a
-//! lone caller's write costs what the SQL costs. Checkpoints of the WAL always run on the
+//! lone caller's write costs what the SQL costs. Once two writes meet (one finds another in
+//! progress, or the thread takes several at once), every write goes to the writer thread for
+//! 50 ms, so concurrent writes share its transactions. Checkpoints of the WAL always run on the
 //! writer thread (SQLite's automatic checkpoint is off on the write connection). Everything
-//! else, and every write while others wait, goes to the writer thread. A read runs on the
-//! caller's thread on a connection kept for that when it is free, else on a reader thread
-//! with a connection of its own; WAL lets every reader read beside the writer's open
-//! transaction, so no read waits for a write. A tokio worker thus never waits on a lock, a
-//! busy file or a disk. A read sees every write whose method returned before the read was
-//! called.
+//! else, and every write while others wait, goes to the writer thread; reads go to a reader
+//! thread with a connection of its own (WAL lets it read beside the writer's open
+//! transaction), so a tokio worker never waits on a lock, a busy file or a disk. A read sees
+//! every write whose method returned before the read was called.
 //!
 //! # Tables of your own in the same file
 //! A connector that keeps its state in the store's file should reach it through
@@ -99,7 +99,6 @@ impl SqliteStore {
         let readers = (0..READERS)
             .map(|_| open::open_reader(path, &location, options))
             .collect::<Result<Vec<_>, _>>()?;
-        let inline_reader = open::open_reader(path, &location, options)?;
         let location: Arc<str> = location.into();
         Ok(SqliteStore {
             writer: Writer::start(
@@ -107,7 +106,7 @@ impl SqliteStore {
                 location.clone(),
                 (!options.synchronous_full).then_some(options.busy_timeout),
             )?,
-            readers: Readers::start(inline_reader, readers, location.clone())?,
+            readers: Readers::start(readers, location.clone())?,
             location,
         })
     }
