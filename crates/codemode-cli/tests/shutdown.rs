@@ -49,34 +49,7 @@ async fn a_connected_mcp_client_does_not_hold_up_shutdown() {
     let mut server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
     let c = common::client();
     let mcp = format!("{}/mcp", server.base);
-    let accept = "application/json, text/event-stream";
-    let init = c
-        .post(&mcp)
-        .header("accept", accept)
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "shutdown-test", "version": "1"}}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(init.status().as_u16(), 200);
-    let session = init.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    init.bytes().await.unwrap();
-    let initialized = c
-        .post(&mcp)
-        .header("accept", accept)
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .send()
-        .await
-        .unwrap();
-    assert!(initialized.status().is_success());
+    let session = common::mcp_session(&c, &mcp, "shutdown-test").await;
     // The event stream a client keeps open for server messages: it never ends on its own.
     let stream = c
         .get(&mcp)

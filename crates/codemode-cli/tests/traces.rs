@@ -14,6 +14,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use serde_json::{json, Value};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -381,50 +382,39 @@ async fn a_collector_that_never_answers_slows_no_run_and_drops_are_counted() {
     drop(server);
 }
 
+/// Starts `serve` in `dir` with `config` (when given) and `env`; it must fail: its stderr.
+fn serve_fails(dir: &Path, config: Option<&Path>, env: &[(&str, &str)]) -> String {
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.current_dir(dir);
+    if let Some(config) = config {
+        cmd.arg("--config").arg(config);
+    }
+    let out = cmd
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[test]
 fn a_bad_telemetry_setting_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("codemode.toml");
     std::fs::write(&config, "[telemetry]\nendpoint = \"collector:4318\"\n").unwrap();
-    let out = std::process::Command::new(BIN)
-        .current_dir(dir.path())
-        .args([
-            "--config",
-            config.to_str().unwrap(),
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = serve_fails(dir.path(), Some(&config), &[]);
     assert!(stderr.contains("telemetry.endpoint"), "{stderr}");
 
     std::fs::write(&config, "[telemetry]\nendpont = \"http://x:4318\"\n").unwrap();
-    let out = std::process::Command::new(BIN)
-        .current_dir(dir.path())
-        .args([
-            "--config",
-            config.to_str().unwrap(),
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = serve_fails(dir.path(), Some(&config), &[]);
     assert!(stderr.contains("endpont"), "{stderr}");
 
-    let out = std::process::Command::new(BIN)
-        .current_dir(dir.path())
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "not a url")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = serve_fails(
+        dir.path(),
+        None,
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", "not a url")],
+    );
     assert!(stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT"), "{stderr}");
 }
 
@@ -444,7 +434,7 @@ async fn mcp_call(
     }
     let mut request = common::client()
         .post(mcp)
-        .header("accept", "application/json, text/event-stream")
+        .header("accept", common::MCP_ACCEPT)
         .header("mcp-session-id", session)
         .header("mcp-protocol-version", "2025-06-18")
         .json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
@@ -470,32 +460,7 @@ async fn an_mcp_tool_call_continues_its_traceparent_from_meta_or_header() {
     );
     let mcp = format!("{}/mcp", server.base);
     let c = common::client();
-    let init = c
-        .post(&mcp)
-        .header("accept", "application/json, text/event-stream")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "traces-test", "version": "1"}}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    let session = init.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    init.bytes().await.unwrap();
-    let initialized = c
-        .post(&mcp)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .send()
-        .await
-        .unwrap();
-    assert!(initialized.status().is_success());
+    let session = common::mcp_session(&c, &mcp, "traces-test").await;
 
     let by_meta = format!("00-{TRACE}-{ROOT}-01");
     let by_header = format!("00-{APPROVER_TRACE}-{APPROVER_SPAN}-01");

@@ -70,6 +70,15 @@ fn line_with(rx: &mpsc::Receiver<String>, prefix: &str, limit: Duration) -> Stri
 
 const WRITE: &str = "const t = await tasks.create_task({ title: 'waited' }); return t.title;";
 
+/// A server in a fresh directory whose config waits `wait_ms` for decisions (see
+/// [`config`]); the directory lives as long as the caller keeps it.
+fn serve_waiting(wait_ms: u64) -> (tempfile::TempDir, common::Server) {
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), wait_ms);
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    (dir, server)
+}
+
 fn config(dir: &Path, wait_ms: u64) {
     let text = format!("[approvals]\nelicitation = false\nwait_ms = {wait_ms}\n");
     std::fs::write(dir.join("codemode.toml"), text).unwrap();
@@ -78,9 +87,7 @@ fn config(dir: &Path, wait_ms: u64) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_paused_tool_call_waits_for_an_approval_and_returns_the_outcome() {
     let Some(fx) = fixtures() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), 30_000);
-    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let (_dir, server) = serve_waiting(30_000);
     let http = client();
     let url = format!("{}/mcp", server.base);
     let (mut node, rx) = start_client(&fx, &url, &[json!({ "code": WRITE })]);
@@ -158,9 +165,7 @@ async fn a_paused_tool_call_waits_for_an_approval_and_returns_the_outcome() {
 #[tokio::test(flavor = "multi_thread")]
 async fn past_the_wait_the_call_returns_paused_saying_how_to_continue() {
     let Some(fx) = fixtures() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), 300);
-    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let (_dir, server) = serve_waiting(300);
     let url = format!("{}/mcp", server.base);
     let (mut node, rx) = start_client(&fx, &url, &[json!({ "code": WRITE })]);
     let done: Value = serde_json::from_str(&line_with(&rx, "{", Duration::from_secs(30))).unwrap();
@@ -178,9 +183,7 @@ async fn past_the_wait_the_call_returns_paused_saying_how_to_continue() {
 #[tokio::test(flavor = "multi_thread")]
 async fn http_run_waits_and_approve_checks_edited_arguments_and_scope_and_cancel_refuses_finished_runs(
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), 200);
-    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let (_dir, server) = serve_waiting(200);
     let http = client();
     let base = &server.base;
     // wait_ms is clamped to approvals.wait_ms (200 ms): nobody decides, so it answers paused.
@@ -242,9 +245,7 @@ async fn http_run_waits_and_approve_checks_edited_arguments_and_scope_and_cancel
 #[tokio::test(flavor = "multi_thread")]
 async fn a_picked_up_result_is_cut_to_the_budget_and_kept_whole() {
     let Some(fx) = fixtures() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), 1_000);
-    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let (_dir, server) = serve_waiting(1_000);
     let http = client();
     let base = &server.base;
     let code = "return Array.from({ length: 3000 }, (_, i) => ({ id: i, name: 'item ' + i }))";
@@ -284,9 +285,7 @@ async fn a_picked_up_result_is_cut_to_the_budget_and_kept_whole() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_result_after_waiting_for_approval_is_cut_to_the_budget_and_kept_whole() {
     let Some(fx) = fixtures() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), 30_000);
-    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let (_dir, server) = serve_waiting(30_000);
     let http = client();
     let base = &server.base;
     let code = "await tasks.create_task({ title: 'big' }); \
@@ -369,9 +368,7 @@ async fn limits_max_result_tokens_sets_the_budget_of_mcp_results() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_client_cancel_stops_a_loop_that_calls_nothing() {
     let Some(fx) = fixtures() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), 30_000);
-    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let (_dir, server) = serve_waiting(30_000);
     let http = client();
     let base = &server.base;
     let code = "await tasks.list_tasks({}); for (;;) {}";
@@ -422,9 +419,7 @@ async fn an_mcp_client_cancel_stops_a_loop_that_calls_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_running_call_reports_its_calls_and_console_lines_as_progress() {
     let Some(fx) = fixtures() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    config(dir.path(), 30_000);
-    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let (_dir, server) = serve_waiting(30_000);
     let code = "await tasks.list_tasks({}); console.log('half way'); const t = Date.now(); while (Date.now() - t < 1500) {} await tasks.list_tasks({}); return 2";
     let (mut node, rx) = start_client(
         &fx,

@@ -35,14 +35,12 @@ enum PruneTurn {
 /// Prunes of one runtime take turns under a transaction's advisory lock, taken before any
 /// row is touched: two of them deleting the same old rows in different orders deadlocked.
 fn prune_sql(keep: &str, turn: PruneTurn) -> String {
-    let lock = match turn {
-        PruneTurn::SkipIfBusy => "pg_try_advisory_xact_lock",
-        PruneTurn::Wait => "pg_advisory_xact_lock",
-    };
     let taken = match turn {
-        PruneTurn::SkipIfBusy => format!("(SELECT {lock}({PRUNE_LOCK}, hashtext($1)))"),
+        PruneTurn::SkipIfBusy => {
+            format!("(SELECT pg_try_advisory_xact_lock({PRUNE_LOCK}, hashtext($1)))")
+        }
         PruneTurn::Wait => {
-            format!("(SELECT true FROM {lock}({PRUNE_LOCK}, hashtext($1)) AS taken)")
+            format!("(SELECT true FROM pg_advisory_xact_lock({PRUNE_LOCK}, hashtext($1)) AS taken)")
         }
     };
     format!(

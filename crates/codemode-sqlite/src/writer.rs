@@ -223,16 +223,21 @@ impl Writer {
             None => return answer.try_recv().unwrap_or_else(|_| Err(self.stopped())),
             Some(job) => job,
         };
-        self.shared.queued.fetch_add(1, Ordering::SeqCst);
         if !self.send(job) {
-            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
             return Err(self.stopped());
         }
         answer.await.unwrap_or_else(|_| Err(self.stopped()))
     }
 
+    /// Queues `job` for the writer thread, counted as queued until the thread takes it;
+    /// false if the thread has stopped.
     fn send(&self, job: Box<dyn Job>) -> bool {
-        matches!(self.jobs.as_ref().map(|jobs| jobs.send(job)), Some(Ok(())))
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        let sent = matches!(self.jobs.as_ref().map(|jobs| jobs.send(job)), Some(Ok(())));
+        if !sent {
+            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+        sent
     }
 
     /// Runs `job` on this thread as a transaction of its own if nothing can make it wait;
@@ -283,10 +288,7 @@ impl Writer {
                 f: |_: &Connection, _: &str| Ok(()),
                 reply,
             };
-            self.shared.queued.fetch_add(1, Ordering::SeqCst);
-            if !self.send(Box::new(nudge)) {
-                self.shared.queued.fetch_sub(1, Ordering::SeqCst);
-            }
+            self.send(Box::new(nudge));
         }
         None
     }

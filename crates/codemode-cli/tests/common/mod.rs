@@ -156,6 +156,42 @@ pub async fn get(c: &reqwest::Client, url: String) -> (u16, serde_json::Value) {
     (status, r.json().await.unwrap_or(serde_json::Value::Null))
 }
 
+/// What an MCP client over Streamable HTTP accepts.
+pub const MCP_ACCEPT: &str = "application/json, text/event-stream";
+
+/// Opens an MCP session at `mcp` as `name` (`initialize`, then `notifications/initialized`,
+/// both answered with success); its session id.
+pub async fn mcp_session(c: &reqwest::Client, mcp: &str, name: &str) -> String {
+    let init = c
+        .post(mcp)
+        .header("accept", MCP_ACCEPT)
+        .json(
+            &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": name, "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(init.status().as_u16(), 200);
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    init.bytes().await.unwrap();
+    let initialized = c
+        .post(mcp)
+        .header("accept", MCP_ACCEPT)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(initialized.status().is_success());
+    session
+}
+
 /// One keep-alive HTTP/1.1 connection on a blocking socket: no pooling and no reconnecting,
 /// so a test sees when the server closes it.
 pub struct KeepAlive {
