@@ -41,9 +41,15 @@ fn lang_of(info: &str) -> Result<Lang, NormalizeError> {
     }
 }
 
+/// The info string of a fence line: three or more backticks, then nothing or a word. A line
+/// such as ``` ``````; ``` (empty template literals) is code, not a fence.
 fn fence_marker(line: &str) -> Option<&str> {
     let t = line.trim_start();
-    t.starts_with("```").then(|| t.trim_start_matches('`'))
+    let info = t.trim_start_matches('`');
+    let word = info.trim_start();
+    let fence =
+        t.starts_with("```") && (word.is_empty() || word.starts_with(|c: char| c.is_alphabetic()));
+    fence.then_some(info)
 }
 
 /// Finds the fenced blocks, each with its info string and the byte range of its body.
@@ -153,6 +159,12 @@ mod tests {
             extract("```python\nprint(1)\n```"),
             Err(NormalizeError::Language("python".into()))
         );
+    }
+
+    #[test]
+    fn a_line_of_empty_template_literals_is_code_not_a_fence() {
+        let e = extract("f(a);\n``````;\nreturn 1").unwrap();
+        assert_eq!(e.code, "f(a);\n``````;\nreturn 1");
     }
 
     #[test]

@@ -158,3 +158,12 @@ proptest! {
         }
     }
 }
+
+/// Found by the property above: the output puts empty template literals (``` `````` ```) at
+/// the start of a line, which must not read as a markdown fence the second time.
+#[test]
+fn a_line_of_empty_template_literals_normalises_again() {
+    let first = normalize("function f(a: number): string {``````}", 1_000_000).unwrap();
+    let again = normalize(&first.source, 1_000_000);
+    assert!(again.is_ok(), "{:?} from {}", again.err(), first.source);
+}
