@@ -81,17 +81,6 @@
     const b = `${y}`;
     return a < b ? -1 : b < a ? 1 : 0;
   }
-  function replace(owner, proto, name, check) {
-    const native = proto[name];
-    const wrapped = {
-      [name](...args) {
-        check(this, args);
-        return apply(native, this, args);
-      },
-    }[name];
-    defineProperty(wrapped, "length", { value: native.length, configurable: true });
-    defineProperty(proto, name, { value: wrapped, writable: true, enumerable: false, configurable: true });
-  }
   // Stack frames handed to `Error.prepareStackTrace` give no functions (as V8 does for strict
   // code, which all code here is): `getFunction` would hand out the glue's and the originals
   // of the guarded built-ins. One frame is enough to reach their prototype (a longer trace
@@ -112,50 +101,66 @@
       defineProperty(getPrototypeOf(sites[0]), "getFunction", { value: getFunction, writable: true, enumerable: false, configurable: true });
     }
   }
+  // The guarded built-ins: each wrapper has the original's name and length and is not a
+  // constructor (a method, as built-ins are); it checks, then calls the original with the
+  // same arguments (their count matters: `splice(0)` is not `splice(0, undefined)`).
+  // Assigning keeps each property's attributes (writable, not enumerable, configurable).
   const ArrayProto = Array.prototype;
-  for (const name of ["reverse", "copyWithin", "fill", "splice", "shift", "unshift", "slice", "join", "toLocaleString", "toReversed", "toSpliced", "with"]) {
-    replace("Array.prototype", ArrayProto, name, (self) => checkLength("Array.prototype", name, self));
+  const AP = "Array.prototype";
+  const native = {};
+  for (const name of ["reverse", "copyWithin", "fill", "splice", "shift", "unshift", "slice", "join", "toLocaleString", "toReversed", "toSpliced", "with", "sort", "toSorted", "flat", "flatMap", "concat"]) {
+    native[name] = ArrayProto[name];
   }
-  for (const name of ["sort", "toSorted"]) {
-    const native = ArrayProto[name];
-    const wrapped = {
-      [name](comparefn) {
-        const length = checkLength("Array.prototype", name, this);
-        // Past NATIVE_SORT_LENGTH, the default order is spelled in JavaScript, so that the
-        // comparisons poll the interrupt (shorter sorts take well under a second natively).
-        const long = comparefn === undefined && length > NATIVE_SORT_LENGTH;
-        return apply(native, this, [long ? defaultOrder : comparefn]);
-      },
-    }[name];
-    defineProperty(ArrayProto, name, { value: wrapped, writable: true, enumerable: false, configurable: true });
-  }
-  replace("Array.prototype", ArrayProto, "flat", (self, args) => {
-    checkLength("Array.prototype", "flat", self);
-    const depth = args[0] === undefined ? 1 : +args[0];
-    if (self !== null && self !== undefined) checkNested("flat", self, depth);
-  });
-  {
-    const native = ArrayProto.flatMap;
-    const wrapped = {
-      flatMap(callback, thisArg) {
-        checkLength("Array.prototype", "flatMap", this);
-        if (typeof callback !== "function") return apply(native, this, [callback, thisArg]);
-        return apply(native, this, [function (value, index, array) {
-          const mapped = apply(callback, thisArg, [value, index, array]);
-          if (isArray(mapped)) checkLength("Array.prototype", "flatMap", mapped);
-          return mapped;
-        }]);
-      },
-    }.flatMap;
-    defineProperty(wrapped, "length", { value: 1, configurable: true });
-    defineProperty(ArrayProto, "flatMap", { value: wrapped, writable: true, enumerable: false, configurable: true });
-  }
-  replace("Array.prototype", ArrayProto, "concat", (self, args) => {
-    if (spreadable(self)) checkLength("Array.prototype", "concat", self);
-    for (let i = 0; i < args.length; i++) {
-      if (spreadable(args[i])) checkLength("Array.prototype", "concat", args[i]);
-    }
-  });
+  const arrayGuards = {
+    reverse() { checkLength(AP, "reverse", this); return apply(native.reverse, this, arguments); },
+    copyWithin(target, start) { checkLength(AP, "copyWithin", this); return apply(native.copyWithin, this, arguments); },
+    fill(value) { checkLength(AP, "fill", this); return apply(native.fill, this, arguments); },
+    splice(start, deleteCount) { checkLength(AP, "splice", this); return apply(native.splice, this, arguments); },
+    shift() { checkLength(AP, "shift", this); return apply(native.shift, this, arguments); },
+    unshift(item) { checkLength(AP, "unshift", this); return apply(native.unshift, this, arguments); },
+    slice(start, end) { checkLength(AP, "slice", this); return apply(native.slice, this, arguments); },
+    join(separator) { checkLength(AP, "join", this); return apply(native.join, this, arguments); },
+    toLocaleString() { checkLength(AP, "toLocaleString", this); return apply(native.toLocaleString, this, arguments); },
+    toReversed() { checkLength(AP, "toReversed", this); return apply(native.toReversed, this, arguments); },
+    toSpliced(start, skipCount) { checkLength(AP, "toSpliced", this); return apply(native.toSpliced, this, arguments); },
+    with(index, value) { checkLength(AP, "with", this); return apply(native.with, this, arguments); },
+    // Past NATIVE_SORT_LENGTH, the default order is spelled in JavaScript, so that the
+    // comparisons poll the interrupt (shorter sorts take well under a second natively).
+    sort(comparefn) {
+      const length = checkLength(AP, "sort", this);
+      const long = comparefn === undefined && length > NATIVE_SORT_LENGTH;
+      return apply(native.sort, this, [long ? defaultOrder : comparefn]);
+    },
+    toSorted(comparefn) {
+      const length = checkLength(AP, "toSorted", this);
+      const long = comparefn === undefined && length > NATIVE_SORT_LENGTH;
+      return apply(native.toSorted, this, [long ? defaultOrder : comparefn]);
+    },
+    flat() {
+      checkLength(AP, "flat", this);
+      const depth = arguments[0] === undefined ? 1 : +arguments[0];
+      if (this !== null && this !== undefined) checkNested("flat", this, depth);
+      return apply(native.flat, this, arguments);
+    },
+    flatMap(callback) {
+      checkLength(AP, "flatMap", this);
+      const thisArg = arguments[1];
+      if (typeof callback !== "function") return apply(native.flatMap, this, [callback, thisArg]);
+      return apply(native.flatMap, this, [function (value, index, array) {
+        const mapped = apply(callback, thisArg, [value, index, array]);
+        if (isArray(mapped)) checkLength(AP, "flatMap", mapped);
+        return mapped;
+      }]);
+    },
+    concat(item) {
+      if (spreadable(this)) checkLength(AP, "concat", this);
+      for (let i = 0; i < arguments.length; i++) {
+        if (spreadable(arguments[i])) checkLength(AP, "concat", arguments[i]);
+      }
+      return apply(native.concat, this, arguments);
+    },
+  };
+  for (const name in arrayGuards) ArrayProto[name] = arrayGuards[name];
   // A typed array is real memory, but joining 32 MiB of it runs for seconds in C. Past
   // TYPED_JOIN_CHUNK elements it is joined a chunk at a time, each chunk natively, so the loop
   // between chunks polls the interrupt; the parts are joined once at the end.
@@ -179,15 +184,20 @@
         return apply(joinParts, parts, [sep]);
       },
     }.join;
-    defineProperty(wrapped, "length", { value: 1, configurable: true });
-    defineProperty(TypedProto, "join", { value: wrapped, writable: true, enumerable: false, configurable: true });
+    TypedProto.join = wrapped;
   }
-  replace("Array", Array, "from", (self, args) => {
-    const items = args[0];
-    if (items !== null && items !== undefined && items[Symbol.iterator] == null) {
-      checkLength("Array", "from", Object(items));
-    }
-  });
+  {
+    const nativeFrom = Array.from;
+    const iterator = Symbol.iterator;
+    Array.from = {
+      from(items) {
+        if (items !== null && items !== undefined && items[iterator] == null) {
+          checkLength("Array", "from", Object(items));
+        }
+        return apply(nativeFrom, this, arguments);
+      },
+    }.from;
+  }
   function checkJson(value) {
     if (isArray(value) && lengthOf(value) > maxLength) throw refusal("JSON", "stringify", lengthOf(value));
   }
@@ -203,8 +213,7 @@
         }, space);
       },
     }.stringify;
-    defineProperty(wrapped, "length", { value: 3, configurable: true });
-    defineProperty(JSON, "stringify", { value: wrapped, writable: true, enumerable: false, configurable: true });
+    JSON.stringify = wrapped;
   }
 
   function at(key) {
