@@ -4,10 +4,8 @@
 
 use crate::api::ApiError;
 use crate::state::SharedState;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use std::net::{IpAddr, SocketAddr};
 
 /// Query parameters that look like a credential.
@@ -21,15 +19,8 @@ const TOKEN_PARAMS: &[&str] = &[
     "apikey",
 ];
 
-/// Refuses what the module describes; everything else goes on.
-pub async fn check(State(state): State<SharedState>, req: Request, next: Next) -> Response {
-    match refusal(&state, &req) {
-        Some(e) => e.into_response(),
-        None => next.run(req).await,
-    }
-}
-
-fn refusal(state: &SharedState, req: &Request) -> Option<ApiError> {
+/// Why `req` is refused, if it is (see the module's description).
+pub fn refusal(state: &SharedState, req: &Request) -> Option<ApiError> {
     if let Some(q) = req.uri().query() {
         let named = q.split('&').find_map(|pair| {
             let key = pair.split('=').next().unwrap_or_default();

@@ -23,6 +23,7 @@ pub mod control;
 mod decisions;
 mod error;
 pub mod events;
+mod front;
 mod guard;
 pub mod listen;
 pub mod mcp;
@@ -75,9 +76,7 @@ pub fn routes(state: SharedState) -> Router {
         .route("/healthz", get(api::healthz))
         .merge(guarded)
         .merge(console::router())
-        .layer(middleware::from_fn(reply::json_errors))
-        .layer(middleware::from_fn_with_state(state.clone(), guard::check))
-        .layer(middleware::from_fn(telemetry::http))
+        .layer(middleware::from_fn_with_state(state.clone(), front::front))
         .with_state(state)
 }
 

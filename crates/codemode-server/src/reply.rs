@@ -1,7 +1,7 @@
 //! The JSON error every route answers with: `{"error": "..."}` and its status.
 
 use axum::extract::rejection::JsonRejection;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use codemode::RuntimeError;
@@ -63,14 +63,12 @@ impl From<JsonRejection> for ApiError {
     }
 }
 
-/// Turns every 4xx/5xx answer that is not JSON (an unknown route, a method a route does not
-/// take, a query string or path segment that does not decode) into `{"error": "..."}` with
-/// the same status, saying which request was refused. The console's pages and `/mcp` keep
-/// their own answers.
-pub async fn json_errors(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let path = req.uri().path().to_string();
-    let method = req.method().clone();
-    let response = next.run(req).await;
+/// Turns `response`, the answer to `method uri`, into `{"error": "..."}` with the same
+/// status when it is a 4xx/5xx that is not JSON (an unknown route, a method a route does not
+/// take, a query string or path segment that does not decode), saying which request was
+/// refused. The console's pages and `/mcp` keep their own answers.
+pub async fn json_errors(method: &Method, uri: &Uri, response: Response) -> Response {
+    let path = uri.path();
     let status = response.status();
     let is_json = response
         .headers()

@@ -9,8 +9,6 @@
 
 use crate::config::{check_endpoint, TelemetrySection, DEFAULT_MAX_QUEUE};
 use axum::extract::Request;
-use axum::middleware::Next;
-use axum::response::Response;
 use codemode::{TraceCarrier, TRACE_TARGET};
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
@@ -25,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tracing::{Instrument, Span};
+use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::registry::LookupSpan;
@@ -284,9 +282,9 @@ pub fn request_span(name: &'static str, traceparent: Option<&str>) -> Span {
     span
 }
 
-/// Middleware: each HTTP request runs in a span that continues its `traceparent` header
-/// (nothing at all while telemetry is off).
-pub async fn http(req: Request, next: Next) -> Response {
+/// The span an HTTP request runs in, continuing its `traceparent` header; `None` while
+/// telemetry is off (then nothing at all is made).
+pub fn http_span(req: &Request) -> Option<Span> {
     let span = tracing::info_span!(
         target: TRACE_TARGET,
         "codemode.http",
@@ -295,7 +293,7 @@ pub async fn http(req: Request, next: Next) -> Response {
         http.response.status_code = tracing::field::Empty,
     );
     if span.is_disabled() {
-        return next.run(req).await;
+        return None;
     }
     if let Some(tp) = req
         .headers()
@@ -304,9 +302,7 @@ pub async fn http(req: Request, next: Next) -> Response {
     {
         adopt(&span, tp);
     }
-    let response = next.run(req).instrument(span.clone()).await;
-    span.record("http.response.status_code", response.status().as_u16());
-    response
+    Some(span)
 }
 
 /// What the exporter thread receives.
