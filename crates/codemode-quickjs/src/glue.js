@@ -365,14 +365,15 @@
   });
 
   // A positional method: its arguments become the input object here, so the host and the
-  // log see the object form; a wrong count names the signature.
-  function positional(path, id, params, required) {
-    let signature = "";
-    for (let i = 0; i < params.length; i++) signature += (i ? ", " : "") + params[i] + (i < required ? "" : "?");
+  // log see the object form; a wrong count names the signature (spelled only then: a
+  // fresh context installs every method, and most are never called with a wrong count).
+  function positional(name, method, id, params, required) {
     return function (...args) {
       if (args.length < required || args.length > params.length) {
+        let signature = "";
+        for (let i = 0; i < params.length; i++) signature += (i ? ", " : "") + params[i] + (i < required ? "" : "?");
         const count = required === params.length ? `${required}` : `${required} to ${params.length}`;
-        throw new TypeErrorCtor(`${path}(${signature}) takes ${count} argument(s), got ${args.length}: pass the arguments in that order (those marked ? may be left out)`);
+        throw new TypeErrorCtor(`${name}.${method}(${signature}) takes ${count} argument(s), got ${args.length}: pass the arguments in that order (those marked ? may be left out)`);
       }
       const input = {};
       for (let i = 0; i < args.length; i++) {
@@ -381,16 +382,25 @@
       return host(id, encode(input));
     };
   }
+  function plain(id) {
+    return function (args) {
+      return host(id, encode(args === undefined ? {} : args));
+    };
+  }
+  // `spec` is `[[name, [[method, callId, params?, required?], ...]], ...]`. Each method is an
+  // enumerable property, made read-only with its namespace by `install` (one descriptor
+  // object serves them all: `defineProperty`, unlike assignment, makes even a method named
+  // `__proto__` an own property).
   function declare(spec) {
-    for (const [name, methods] of spec) {
+    const descriptor = { value: undefined, enumerable: true };
+    for (let n = 0; n < spec.length; n++) {
+      const name = spec[n][0];
+      const methods = spec[n][1];
       const ns = {};
-      for (const [method, id, params, required] of methods) {
-        defineProperty(ns, method, {
-          value: params === undefined ? function (args) {
-            return host(id, encode(args === undefined ? {} : args));
-          } : positional(`${name}.${method}`, id, params, required),
-          enumerable: true,
-        });
+      for (let m = 0; m < methods.length; m++) {
+        const entry = methods[m];
+        descriptor.value = entry.length > 2 ? positional(name, entry[0], entry[1], entry[2], entry[3]) : plain(entry[1]);
+        defineProperty(ns, entry[0], descriptor);
       }
       install(name, ns);
     }

@@ -355,3 +355,39 @@ async fn namespaces_that_cannot_be_globals_are_refused() {
         assert!(executor.reserved_globals().contains(&name), "{name}");
     }
 }
+
+#[tokio::test]
+async fn a_namespace_is_a_frozen_object_of_enumerable_read_only_methods() {
+    let code = r#"async () => {
+        const d = Object.getOwnPropertyDescriptor(tasks, 'get');
+        const g = Object.getOwnPropertyDescriptor(globalThis, 'tasks');
+        let assigned = 'kept';
+        try { tasks.get = null; assigned = 'replaced'; } catch (e) { assigned = e.constructor.name; }
+        return {
+            keys: Object.keys(tasks),
+            method: [typeof d.value, d.writable, d.enumerable, d.configurable],
+            global: [g.writable, g.enumerable, g.configurable],
+            frozen: Object.isFrozen(tasks),
+            proto: Object.getPrototypeOf(tasks) === Object.prototype,
+            assigned,
+            still: typeof tasks.get,
+        };
+    }"#;
+    // The first pass installs the namespaces itself; later ones find them installed ahead.
+    let executor = QuickJsExecutor::default();
+    for _ in 0..3 {
+        let value = returned(&run_with(&executor, code, TestHost::echo()).await);
+        assert_eq!(
+            value,
+            json!({
+                "keys": ["list_tasks", "create_task", "get"],
+                "method": ["function", false, true, false],
+                "global": [false, false, false],
+                "frozen": true,
+                "proto": true,
+                "assigned": "TypeError",
+                "still": "function",
+            })
+        );
+    }
+}
