@@ -90,9 +90,9 @@ impl EventLog {
 
     /// Numbers and keeps one event, and hands it to the streams (under the lock, so every
     /// stream sees ids in order).
-    fn record(&self, event: &RuntimeEvent) {
+    fn record(&self, event: &Arc<RuntimeEvent>) {
         let mut h = self.lock();
-        let numbered = (h.next, Arc::new(event.clone()));
+        let numbered = (h.next, event.clone());
         h.next += 1;
         if h.kept.len() == EVENT_HISTORY {
             h.kept.pop_front();

@@ -81,14 +81,21 @@ struct Live {
     since: Instant,
 }
 
+/// One connector method's calls: how many ended each way, and how long they ran.
+struct CallStats {
+    ok: u64,
+    error: u64,
+    seconds: Histogram,
+}
+
 /// What the observer counted.
 #[derive(Default)]
 struct Counts {
     started: u64,
     statuses: BTreeMap<&'static str, u64>,
     passes: BTreeMap<&'static str, Histogram>,
-    calls: BTreeMap<(String, String, &'static str), u64>,
-    call_seconds: BTreeMap<(String, String), Histogram>,
+    /// By connector, then method.
+    calls: BTreeMap<String, BTreeMap<String, CallStats>>,
     in_flight: i64,
     approval_wait: BTreeMap<&'static str, Histogram>,
     limits: BTreeMap<&'static str, u64>,
@@ -225,12 +232,18 @@ impl Metrics {
             "counter",
             "Connector calls run (replays excluded), by outcome.",
         );
-        for ((connector, method, outcome), n) in &c.calls {
-            let labels = call_labels(connector, method);
-            let _ = writeln!(
-                out,
-                "codemode_connector_calls_total{{{labels},outcome=\"{outcome}\"}} {n}"
-            );
+        for (connector, methods) in &c.calls {
+            for (method, stats) in methods {
+                let labels = call_labels(connector, method);
+                for (outcome, n) in [("error", stats.error), ("ok", stats.ok)] {
+                    if n > 0 {
+                        let _ = writeln!(
+                            out,
+                            "codemode_connector_calls_total{{{labels},outcome=\"{outcome}\"}} {n}"
+                        );
+                    }
+                }
+            }
         }
         head(
             &mut out,
@@ -238,12 +251,14 @@ impl Metrics {
             "histogram",
             "How long connectors ran a call.",
         );
-        for ((connector, method), h) in &c.call_seconds {
-            h.write(
-                &mut out,
-                "codemode_connector_call_duration_seconds",
-                &call_labels(connector, method),
-            );
+        for (connector, methods) in &c.calls {
+            for (method, stats) in methods {
+                stats.seconds.write(
+                    &mut out,
+                    "codemode_connector_call_duration_seconds",
+                    &call_labels(connector, method),
+                );
+            }
         }
         gauge(
             &mut out,
@@ -343,17 +358,46 @@ fn count(m: &Metrics, event: &RuntimeEvent) {
             ok,
         } => {
             tracing::debug!(execution_id = %execution_id, seq, connector = %connector, method = %method, duration_ms, ok, "connector call ended");
-            let mut c = m.lock();
+            let mut guard = m.lock();
+            let c = &mut *guard;
             c.in_flight -= 1;
-            let outcome = if *ok { "ok" } else { "error" };
-            let key = (connector.clone(), method.clone());
-            c.call_seconds
-                .entry(key.clone())
-                .or_insert_with(|| Histogram::new(RUN_BUCKETS))
-                .observe(*duration_ms as f64 / 1000.0);
-            *c.calls.entry((key.0, key.1, outcome)).or_default() += 1;
+            let seconds = *duration_ms as f64 / 1000.0;
+            // Looked up by reference: the names are copied only the first time they are seen.
+            match c
+                .calls
+                .get_mut(connector.as_str())
+                .and_then(|methods| methods.get_mut(method.as_str()))
+            {
+                Some(stats) => stats.record(*ok, seconds),
+                None => c
+                    .calls
+                    .entry(connector.clone())
+                    .or_default()
+                    .entry(method.clone())
+                    .or_insert_with(CallStats::new)
+                    .record(*ok, seconds),
+            }
         }
         _ => {}
+    }
+}
+
+impl CallStats {
+    fn new() -> CallStats {
+        CallStats {
+            ok: 0,
+            error: 0,
+            seconds: Histogram::new(RUN_BUCKETS),
+        }
+    }
+
+    fn record(&mut self, ok: bool, seconds: f64) {
+        self.seconds.observe(seconds);
+        if ok {
+            self.ok += 1;
+        } else {
+            self.error += 1;
+        }
     }
 }
 

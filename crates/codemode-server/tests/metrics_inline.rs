@@ -15,7 +15,13 @@ fn runtime(dir: &std::path::Path) -> Runtime {
     Runtime::builder(store, executor)
         .connector(
             RustConnector::new("probe")
-                .tool(RustTool::new("read", |_args, _ctx| async { Ok(json!(1)) }).read_only()),
+                .tool(RustTool::new("read", |_args, _ctx| async { Ok(json!(1)) }).read_only())
+                .tool(
+                    RustTool::new("fail", |_args, _ctx| async {
+                        Err(codemode::ToolError("no".into()))
+                    })
+                    .read_only(),
+                ),
         )
         .build()
         .unwrap()
@@ -43,6 +49,32 @@ async fn a_run_is_counted_by_the_time_call_returns() {
     let passes = r#"codemode_pass_duration_seconds_count{status="completed"}"#;
     assert_eq!(sample(&text, passes), 1.0, "{text}");
     assert_eq!(sample(&text, "codemode_connector_calls_in_flight"), 0.0);
+
+    // Each method's calls by outcome, and their durations, after more of them.
+    rt.call("async () => { await probe.read({}); for (let i = 0; i < 3; i++) { try { await probe.fail({}); } catch (_) {} } return 1 }")
+        .await
+        .unwrap();
+    let text = metrics.render();
+    let read_ok = r#"codemode_connector_calls_total{connector="probe",method="read",outcome="ok"}"#;
+    let fail_error =
+        r#"codemode_connector_calls_total{connector="probe",method="fail",outcome="error"}"#;
+    let fail_ok = r#"codemode_connector_calls_total{connector="probe",method="fail",outcome="ok"}"#;
+    assert_eq!(sample(&text, read_ok), 3.0, "{text}");
+    assert_eq!(sample(&text, fail_error), 3.0, "{text}");
+    assert!(
+        !text.contains(fail_ok),
+        "an outcome never seen has no line: {text}"
+    );
+    let read_count =
+        r#"codemode_connector_call_duration_seconds_count{connector="probe",method="read"}"#;
+    let fail_count =
+        r#"codemode_connector_call_duration_seconds_count{connector="probe",method="fail"}"#;
+    assert_eq!(sample(&text, read_count), 3.0, "{text}");
+    assert_eq!(sample(&text, fail_count), 3.0, "{text}");
+    assert!(
+        text.find(fail_error) < text.find(read_ok),
+        "sorted by connector and method: {text}"
+    );
 
     rt.call("async () => { while (true) {} }").await.unwrap();
     let text = metrics.render();

@@ -21,8 +21,9 @@ pub const WAIT_POLL: Duration = Duration::from_millis(250);
 /// The most characters of an error a [`RuntimeEvent::StatusChanged`] carries.
 pub const MAX_EVENT_ERROR_CHARS: usize = 1000;
 
-/// A function [`Runtime::observe`] calls with every event.
-pub type EventObserver = Arc<dyn Fn(&RuntimeEvent) + Send + Sync>;
+/// A function [`Runtime::observe`] calls with every event (shared, so that an observer that
+/// keeps events keeps them without copying).
+pub type EventObserver = Arc<dyn Fn(&Arc<RuntimeEvent>) + Send + Sync>;
 
 /// `text` cut to at most `max` characters, marked with `…` when cut.
 fn bounded(text: &str, max: usize) -> String {
@@ -216,7 +217,7 @@ impl Runtime {
     /// Calls `observer` with every event from now on, inline on the task where it happens
     /// and before any subscriber sees it: for counters that must not cost a task wake-up per
     /// connector call. It must be quick and must not block or await.
-    pub fn observe(&self, observer: impl Fn(&RuntimeEvent) + Send + Sync + 'static) {
+    pub fn observe(&self, observer: impl Fn(&Arc<RuntimeEvent>) + Send + Sync + 'static) {
         self.inner
             .observers
             .write()
@@ -226,6 +227,7 @@ impl Runtime {
 
     /// Hands an event to the observers, then to the subscribers if there are any.
     pub(super) fn publish(&self, event: RuntimeEvent) {
+        let event = Arc::new(event);
         for observer in self
             .inner
             .observers
@@ -236,6 +238,8 @@ impl Runtime {
             observer(&event);
         }
         if self.inner.events.receiver_count() > 0 {
+            // Copied only when an observer kept it.
+            let event = Arc::try_unwrap(event).unwrap_or_else(|kept| (*kept).clone());
             let _ = self.inner.events.send(event);
         }
     }
