@@ -107,46 +107,60 @@
   // Assigning keeps each property's attributes (writable, not enumerable, configurable).
   const ArrayProto = Array.prototype;
   const AP = "Array.prototype";
-  const native = {};
-  for (const name of ["reverse", "copyWithin", "fill", "splice", "shift", "unshift", "slice", "join", "toLocaleString", "toReversed", "toSpliced", "with", "sort", "toSorted", "flat", "flatMap", "concat"]) {
-    native[name] = ArrayProto[name];
-  }
+  // The originals, kept in this closure (plain variables: no object grows, no loop runs).
+  const n_reverse = ArrayProto.reverse,
+    n_copyWithin = ArrayProto.copyWithin,
+    n_fill = ArrayProto.fill,
+    n_splice = ArrayProto.splice,
+    n_shift = ArrayProto.shift,
+    n_unshift = ArrayProto.unshift,
+    n_slice = ArrayProto.slice,
+    n_join = ArrayProto.join,
+    n_toLocaleString = ArrayProto.toLocaleString,
+    n_toReversed = ArrayProto.toReversed,
+    n_toSpliced = ArrayProto.toSpliced,
+    n_with = ArrayProto.with,
+    n_sort = ArrayProto.sort,
+    n_toSorted = ArrayProto.toSorted,
+    n_flat = ArrayProto.flat,
+    n_flatMap = ArrayProto.flatMap,
+    n_concat = ArrayProto.concat;
   const arrayGuards = {
-    reverse() { checkLength(AP, "reverse", this); return apply(native.reverse, this, arguments); },
-    copyWithin(target, start) { checkLength(AP, "copyWithin", this); return apply(native.copyWithin, this, arguments); },
-    fill(value) { checkLength(AP, "fill", this); return apply(native.fill, this, arguments); },
-    splice(start, deleteCount) { checkLength(AP, "splice", this); return apply(native.splice, this, arguments); },
-    shift() { checkLength(AP, "shift", this); return apply(native.shift, this, arguments); },
-    unshift(item) { checkLength(AP, "unshift", this); return apply(native.unshift, this, arguments); },
-    slice(start, end) { checkLength(AP, "slice", this); return apply(native.slice, this, arguments); },
-    join(separator) { checkLength(AP, "join", this); return apply(native.join, this, arguments); },
-    toLocaleString() { checkLength(AP, "toLocaleString", this); return apply(native.toLocaleString, this, arguments); },
-    toReversed() { checkLength(AP, "toReversed", this); return apply(native.toReversed, this, arguments); },
-    toSpliced(start, skipCount) { checkLength(AP, "toSpliced", this); return apply(native.toSpliced, this, arguments); },
-    with(index, value) { checkLength(AP, "with", this); return apply(native.with, this, arguments); },
+    reverse() { checkLength(AP, "reverse", this); return apply(n_reverse, this, arguments); },
+    copyWithin(target, start) { checkLength(AP, "copyWithin", this); return apply(n_copyWithin, this, arguments); },
+    fill(value) { checkLength(AP, "fill", this); return apply(n_fill, this, arguments); },
+    splice(start, deleteCount) { checkLength(AP, "splice", this); return apply(n_splice, this, arguments); },
+    shift() { checkLength(AP, "shift", this); return apply(n_shift, this, arguments); },
+    unshift(item) { checkLength(AP, "unshift", this); return apply(n_unshift, this, arguments); },
+    slice(start, end) { checkLength(AP, "slice", this); return apply(n_slice, this, arguments); },
+    join(separator) { checkLength(AP, "join", this); return apply(n_join, this, arguments); },
+    toLocaleString() { checkLength(AP, "toLocaleString", this); return apply(n_toLocaleString, this, arguments); },
+    toReversed() { checkLength(AP, "toReversed", this); return apply(n_toReversed, this, arguments); },
+    toSpliced(start, skipCount) { checkLength(AP, "toSpliced", this); return apply(n_toSpliced, this, arguments); },
+    with(index, value) { checkLength(AP, "with", this); return apply(n_with, this, arguments); },
     // Past NATIVE_SORT_LENGTH, the default order is spelled in JavaScript, so that the
     // comparisons poll the interrupt (shorter sorts take well under a second natively).
     sort(comparefn) {
       const length = checkLength(AP, "sort", this);
       const long = comparefn === undefined && length > NATIVE_SORT_LENGTH;
-      return apply(native.sort, this, [long ? defaultOrder : comparefn]);
+      return apply(n_sort, this, [long ? defaultOrder : comparefn]);
     },
     toSorted(comparefn) {
       const length = checkLength(AP, "toSorted", this);
       const long = comparefn === undefined && length > NATIVE_SORT_LENGTH;
-      return apply(native.toSorted, this, [long ? defaultOrder : comparefn]);
+      return apply(n_toSorted, this, [long ? defaultOrder : comparefn]);
     },
     flat() {
       checkLength(AP, "flat", this);
       const depth = arguments[0] === undefined ? 1 : +arguments[0];
       if (this !== null && this !== undefined) checkNested("flat", this, depth);
-      return apply(native.flat, this, arguments);
+      return apply(n_flat, this, arguments);
     },
     flatMap(callback) {
       checkLength(AP, "flatMap", this);
       const thisArg = arguments[1];
-      if (typeof callback !== "function") return apply(native.flatMap, this, [callback, thisArg]);
-      return apply(native.flatMap, this, [function (value, index, array) {
+      if (typeof callback !== "function") return apply(n_flatMap, this, [callback, thisArg]);
+      return apply(n_flatMap, this, [function (value, index, array) {
         const mapped = apply(callback, thisArg, [value, index, array]);
         if (isArray(mapped)) checkLength(AP, "flatMap", mapped);
         return mapped;
@@ -157,10 +171,26 @@
       for (let i = 0; i < arguments.length; i++) {
         if (spreadable(arguments[i])) checkLength(AP, "concat", arguments[i]);
       }
-      return apply(native.concat, this, arguments);
+      return apply(n_concat, this, arguments);
     },
   };
-  for (const name in arrayGuards) ArrayProto[name] = arrayGuards[name];
+  ArrayProto.reverse = arrayGuards.reverse;
+  ArrayProto.copyWithin = arrayGuards.copyWithin;
+  ArrayProto.fill = arrayGuards.fill;
+  ArrayProto.splice = arrayGuards.splice;
+  ArrayProto.shift = arrayGuards.shift;
+  ArrayProto.unshift = arrayGuards.unshift;
+  ArrayProto.slice = arrayGuards.slice;
+  ArrayProto.join = arrayGuards.join;
+  ArrayProto.toLocaleString = arrayGuards.toLocaleString;
+  ArrayProto.toReversed = arrayGuards.toReversed;
+  ArrayProto.toSpliced = arrayGuards.toSpliced;
+  ArrayProto.with = arrayGuards.with;
+  ArrayProto.sort = arrayGuards.sort;
+  ArrayProto.toSorted = arrayGuards.toSorted;
+  ArrayProto.flat = arrayGuards.flat;
+  ArrayProto.flatMap = arrayGuards.flatMap;
+  ArrayProto.concat = arrayGuards.concat;
   // A typed array is real memory, but joining 32 MiB of it runs for seconds in C. Past
   // TYPED_JOIN_CHUNK elements it is joined a chunk at a time, each chunk natively, so the loop
   // between chunks polls the interrupt; the parts are joined once at the end.
