@@ -3,7 +3,7 @@
 
 use super::RuntimeBuilder;
 use crate::error::RuntimeError;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -127,14 +127,18 @@ pub(super) struct Gate {
     state: Mutex<GateState>,
 }
 
+/// A connector's name, shared by a call's entry, its place in the queue and its permit.
+type ConnectorName = Arc<str>;
+
 #[derive(Default)]
 struct GateState {
     /// Calls waiting: seq -> (connector, waker of its future once polled).
-    waiting: BTreeMap<u64, (String, Option<Waker>)>,
-    /// Calls admitted whose future has not yet taken its permit.
-    admitted: HashSet<u64>,
+    waiting: BTreeMap<u64, (ConnectorName, Option<Waker>)>,
+    /// Calls admitted whose future has not yet taken its permit (a few at a time: ordered
+    /// sets of so few cost less than hashing).
+    admitted: BTreeSet<u64>,
     /// Calls in flight, by connector.
-    running: HashMap<String, usize>,
+    running: BTreeMap<ConnectorName, usize>,
     /// Calls in flight in all.
     total: usize,
 }
@@ -151,13 +155,14 @@ impl Gate {
     /// Queues the call at `seq` to `connector` at once; the future resolves to its permit
     /// when the call may run.
     pub fn enter(self: &Arc<Self>, seq: u64, connector: &str) -> Entry {
+        let connector: ConnectorName = Arc::from(connector);
         let mut state = self.lock();
-        state.waiting.insert(seq, (connector.to_string(), None));
+        state.waiting.insert(seq, (connector.clone(), None));
         self.admit(&mut state);
         Entry {
             gate: self.clone(),
             seq,
-            connector: connector.to_string(),
+            connector,
             done: false,
         }
     }
@@ -174,25 +179,31 @@ impl Gate {
     /// Admits waiting calls in seq order: a call that the execution's cap stops stops all
     /// later ones; a call whose connector is full lets later calls of others go first.
     fn admit(&self, state: &mut GateState) {
-        let mut admitted = Vec::new();
-        for (seq, (connector, waker)) in state.waiting.iter_mut() {
-            if state.total >= self.caps.per_execution {
-                break;
+        let GateState {
+            waiting,
+            admitted,
+            running,
+            total,
+        } = state;
+        let mut open = true;
+        // Kept: every call from the first one the execution's cap stops.
+        waiting.retain(|seq, (connector, waker)| {
+            open = open && *total < self.caps.per_execution;
+            if !open {
+                return true;
             }
-            let running = state.running.entry(connector.clone()).or_default();
-            if *running < self.caps.cap(connector) {
-                *running += 1;
-                state.total += 1;
-                admitted.push(*seq);
-                if let Some(waker) = waker.take() {
-                    waker.wake();
-                }
+            let in_flight = running.entry(connector.clone()).or_default();
+            if *in_flight >= self.caps.cap(connector) {
+                return true;
             }
-        }
-        for seq in admitted {
-            state.waiting.remove(&seq);
-            state.admitted.insert(seq);
-        }
+            *in_flight += 1;
+            *total += 1;
+            admitted.insert(*seq);
+            if let Some(waker) = waker.take() {
+                waker.wake();
+            }
+            false
+        });
     }
 
     /// Frees the place of one call of `connector` and admits the next.
@@ -210,7 +221,7 @@ impl Gate {
 pub(super) struct Entry {
     gate: Arc<Gate>,
     seq: u64,
-    connector: String,
+    connector: ConnectorName,
     done: bool,
 }
 
@@ -254,7 +265,7 @@ impl Drop for Entry {
 /// A call's place in flight, freed when dropped.
 pub(super) struct Permit {
     gate: Arc<Gate>,
-    connector: String,
+    connector: ConnectorName,
 }
 
 impl Drop for Permit {
