@@ -30,6 +30,8 @@ pub(crate) struct Registry {
     pub names: Vec<String>,
     /// Tools left out (an input schema that does not compile), one sentence each.
     pub warnings: Vec<String>,
+    /// What the sandbox exposes, worked out once (each pass takes a copy).
+    namespaces: Vec<Namespace>,
 }
 
 impl Registry {
@@ -60,6 +62,7 @@ impl Registry {
             connectors: HashMap::new(),
             names: Vec::new(),
             warnings: Vec::new(),
+            namespaces: Vec::new(),
         };
         for connector in connectors {
             let name = connector.name().to_string();
@@ -94,11 +97,16 @@ impl Registry {
                 },
             );
         }
+        registry.namespaces = registry.work_out_namespaces();
         Ok(registry)
     }
 
     /// The namespaces the sandbox exposes.
     pub fn namespaces(&self) -> Vec<Namespace> {
+        self.namespaces.clone()
+    }
+
+    fn work_out_namespaces(&self) -> Vec<Namespace> {
         self.names
             .iter()
             .map(|name| {
