@@ -279,14 +279,7 @@ async fn a_client_that_never_reads_is_closed() {
     // counted (without the write limit the stream would wait for the client for ever).
     let until = Instant::now() + Duration::from_secs(10);
     loop {
-        let metrics = http
-            .get(format!("{base}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let metrics = common::metrics_text(&http, base).await;
         if metrics.contains("codemode_event_stream_clients 0") {
             break;
         }

@@ -301,22 +301,12 @@ async fn a_paused_and_approved_run_is_one_trace_rooted_at_its_traceparent() {
     assert!(lone_http.span.parent_span_id.is_empty());
 
     // /metrics: the commit latency histogram and the exported spans.
-    let metrics = common::client()
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::metrics_text(&common::client(), &base).await;
     let value = |name: &str| -> f64 {
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+        common::sample(&metrics, name).unwrap_or_else(|| panic!("{name} in {metrics}"))
     };
-    assert!(value("codemode_store_commit_duration_seconds_count ") >= 3.0);
-    assert!(value("codemode_trace_spans_exported_total ") > 0.0);
+    assert!(value("codemode_store_commit_duration_seconds_count") >= 3.0);
+    assert!(value("codemode_trace_spans_exported_total") > 0.0);
     drop(server);
 }
 
@@ -350,22 +340,10 @@ async fn a_collector_that_never_answers_slows_no_run_and_drops_are_counted() {
         &[],
     );
     let base = server.base.clone();
+    let client = common::client();
     let dropped_now = || async {
-        let metrics = common::client()
-            .get(format!("{base}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        let dropped: f64 = metrics
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("codemode_trace_spans_dropped_total ")?
-                    .parse()
-                    .ok()
-            })
+        let metrics = common::metrics_text(&client, &base).await;
+        let dropped = common::sample(&metrics, "codemode_trace_spans_dropped_total")
             .expect("the dropped spans counter");
         (dropped, metrics)
     };

@@ -88,6 +88,25 @@ struct CallStats {
     seconds: Histogram,
 }
 
+impl CallStats {
+    fn new() -> CallStats {
+        CallStats {
+            ok: 0,
+            error: 0,
+            seconds: Histogram::new(RUN_BUCKETS),
+        }
+    }
+
+    fn record(&mut self, ok: bool, seconds: f64) {
+        self.seconds.observe(seconds);
+        if ok {
+            self.ok += 1;
+        } else {
+            self.error += 1;
+        }
+    }
+}
+
 /// What the observer counted.
 #[derive(Default)]
 struct Counts {
@@ -379,25 +398,6 @@ fn count(m: &Metrics, event: &RuntimeEvent) {
             }
         }
         _ => {}
-    }
-}
-
-impl CallStats {
-    fn new() -> CallStats {
-        CallStats {
-            ok: 0,
-            error: 0,
-            seconds: Histogram::new(RUN_BUCKETS),
-        }
-    }
-
-    fn record(&mut self, ok: bool, seconds: f64) {
-        self.seconds.observe(seconds);
-        if ok {
-            self.ok += 1;
-        } else {
-            self.error += 1;
-        }
     }
 }
 

@@ -156,6 +156,23 @@ pub async fn get(c: &reqwest::Client, url: String) -> (u16, serde_json::Value) {
     (status, r.json().await.unwrap_or(serde_json::Value::Null))
 }
 
+/// The text `GET {base}/metrics` answers.
+pub async fn metrics_text(c: &reqwest::Client, base: &str) -> String {
+    c.get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// The value of the sample line `name` (with its labels, if any) in metrics `text`.
+pub fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
 /// What an MCP client over Streamable HTTP accepts.
 pub const MCP_ACCEPT: &str = "application/json, text/event-stream";
 

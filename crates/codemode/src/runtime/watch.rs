@@ -227,19 +227,32 @@ impl Runtime {
 
     /// Hands an event to the observers, then to the subscribers if there are any.
     pub(super) fn publish(&self, event: RuntimeEvent) {
-        let event = Arc::new(event);
-        for observer in self
+        let observers = self
             .inner
             .observers
             .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            observer(&event);
+            .unwrap_or_else(|e| e.into_inner());
+        if observers.is_empty() {
+            // Nobody observes: the event is moved to the subscribers, never shared.
+            drop(observers);
+            self.send_to_subscribers(event);
+            return;
         }
+        let shared = Arc::new(event);
+        for observer in observers.iter() {
+            observer(&shared);
+        }
+        drop(observers);
         if self.inner.events.receiver_count() > 0 {
             // Copied only when an observer kept it.
-            let event = Arc::try_unwrap(event).unwrap_or_else(|kept| (*kept).clone());
+            self.send_to_subscribers(
+                Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone()),
+            );
+        }
+    }
+
+    fn send_to_subscribers(&self, event: RuntimeEvent) {
+        if self.inner.events.receiver_count() > 0 {
             let _ = self.inner.events.send(event);
         }
     }
