@@ -1,13 +1,10 @@
 //! Every call into C the sandbox makes: QuickJS bytecode (compile, write, load), uncatchable
-//! errors, typed-array bytes, the counting allocator, and the two system calls (stack bounds,
-//! scheduling class). The rest of the crate is safe code over these functions.
+//! errors, typed-array bytes, a context's random state, and the system calls (stack bounds,
+//! scheduling class, clock). The rest of the crate is safe code over these functions.
 
 use std::ffi::CString;
 
-use rquickjs::allocator::{Allocator, RustAllocator};
 use rquickjs::{qjs, Ctx, Exception, TypedArray, Value};
-
-use crate::memory::MemoryGauge;
 
 /// QuickJS bytecode written by [`compile`] in this process; only such bytecode is ever loaded.
 #[derive(Debug)]
@@ -150,76 +147,108 @@ pub(crate) fn typed_array_bytes(array: &TypedArray<'_, u8>) -> Option<Vec<u8>> {
     unsafe { array.as_bytes() }.map(<[u8]>::to_vec)
 }
 
-/// Rust's allocator, counting into a [`MemoryGauge`] and refusing what would pass its limit.
-pub(crate) struct CountingAllocator {
-    inner: RustAllocator,
-    gauge: MemoryGauge,
-    limit: usize,
+/// Where QuickJS keeps a context's `Math.random` state: found once per process in a new
+/// context ([`locate_random_state`]), then rewritten for each pass ([`reseed_random`]), so
+/// that a restored context does not repeat the numbers of the pass before.
+///
+/// QuickJS seeds that state when it makes a context, from the wall clock in microseconds,
+/// steps it once for the context's hash seed (stored just after it), and has stored the
+/// `performance` time origin (monotonic milliseconds) just before it. The state is found by
+/// all three, so nothing else in the context can be mistaken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RandomState(usize);
+
+/// The wall clock in microseconds, as QuickJS reads it to seed a context.
+pub(crate) fn wall_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
 }
 
-impl CountingAllocator {
-    /// An allocator holding at most `limit` bytes (0: no limit), counting into `gauge`.
-    pub(crate) fn new(gauge: MemoryGauge, limit: usize) -> Self {
-        CountingAllocator {
-            inner: RustAllocator,
-            gauge,
-            limit,
-        }
-    }
-
-    fn size_of(ptr: *mut u8) -> usize {
-        if ptr.is_null() {
-            return 0;
-        }
-        // SAFETY: every non-null pointer passed here was returned by `RustAllocator`.
-        unsafe { RustAllocator::usable_size(ptr) }
-    }
+/// The monotonic clock in milliseconds, as QuickJS reads it for `performance`.
+#[cfg(unix)]
+pub(crate) fn monotonic_millis() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    (t.tv_sec as f64) * 1e3 + (t.tv_nsec as f64) / 1e6
 }
 
-// SAFETY: every call is forwarded to `RustAllocator`, which upholds the contract; this type
-// only counts and refuses.
-unsafe impl Allocator for CountingAllocator {
-    fn alloc(&mut self, size: usize) -> *mut u8 {
-        if !self.gauge.reserve(size, self.limit) {
-            return std::ptr::null_mut();
-        }
-        let ptr = self.inner.alloc(size);
-        self.gauge.add(Self::size_of(ptr));
-        ptr
-    }
+/// The monotonic clock where the system has none this crate reads: never matches.
+#[cfg(not(unix))]
+pub(crate) fn monotonic_millis() -> f64 {
+    f64::NAN
+}
 
-    fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
-        if !self.gauge.reserve(count.saturating_mul(size), self.limit) {
-            return std::ptr::null_mut();
-        }
-        let ptr = self.inner.calloc(count, size);
-        self.gauge.add(Self::size_of(ptr));
-        ptr
-    }
+/// QuickJS's step of a context's random state.
+fn xorshift(mut x: u64) -> u64 {
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    x
+}
 
-    unsafe fn dealloc(&mut self, ptr: *mut u8) {
-        self.gauge.sub(Self::size_of(ptr));
-        // SAFETY: the caller passes a pointer this allocator returned.
-        unsafe { self.inner.dealloc(ptr) }
+/// Finds the random state of `ctx`, a context of an arena runtime made while the wall clock
+/// read `wall` (µs, before and after) and the monotonic clock `mono` (ms, before and after),
+/// before any `Math.random` call. `None` if it is not where QuickJS keeps it.
+pub(crate) fn locate_random_state(
+    ctx: &Ctx<'_>,
+    wall: (u64, u64),
+    mono: (f64, f64),
+) -> Option<RandomState> {
+    const MULTIPLIER: u64 = 0x2545_F491_4F6C_DD1D;
+    // More than a second to make a context: too many candidates to be sure of.
+    if wall.1 < wall.0 || wall.1 - wall.0 > 1_000_000 {
+        return None;
     }
-
-    unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
-        let old = Self::size_of(ptr);
-        if new_size > old && !self.gauge.reserve(new_size - old, self.limit) {
-            return std::ptr::null_mut();
+    let stepped: std::collections::HashSet<u64> = (wall.0..=wall.1)
+        .map(|seed| xorshift(seed.max(1)))
+        .collect();
+    let raw = ctx.as_raw().as_ptr() as *const u8;
+    // SAFETY: the context was allocated by the arena allocator, whose header holds its size.
+    let size = unsafe { crate::arena::Arena::block_size(raw) };
+    let mut offset = 8;
+    while offset + 12 <= size {
+        // SAFETY: `offset - 8 .. offset + 12` lies within the context's block; the reads are
+        // unaligned-safe and of plain integers.
+        let (origin, state, hash) = unsafe {
+            (
+                raw.add(offset - 8).cast::<f64>().read_unaligned(),
+                raw.add(offset).cast::<u64>().read_unaligned(),
+                raw.add(offset + 8).cast::<u32>().read_unaligned(),
+            )
+        };
+        if stepped.contains(&state)
+            && hash == state.wrapping_mul(MULTIPLIER) as u32
+            && origin >= mono.0
+            && origin <= mono.1
+        {
+            return Some(RandomState(offset));
         }
-        // SAFETY: the caller passes a pointer this allocator returned.
-        let new = unsafe { self.inner.realloc(ptr, new_size) };
-        if !new.is_null() {
-            self.gauge.sub(old);
-            self.gauge.add(Self::size_of(new));
-        }
-        new
+        offset += 8;
     }
+    None
+}
 
-    unsafe fn usable_size(ptr: *mut u8) -> usize {
-        Self::size_of(ptr)
-    }
+/// Gives `ctx`'s `Math.random` a new state: `seed` (0 is made 1, as QuickJS requires).
+///
+/// # Safety
+/// `at` was found by [`locate_random_state`] in a context of this same QuickJS build, and
+/// `ctx` is a live context of an arena runtime, not running.
+pub(crate) unsafe fn reseed_random(ctx: &Ctx<'_>, at: RandomState, seed: u64) {
+    let raw = ctx.as_raw().as_ptr() as *mut u8;
+    // SAFETY: the caller vouches for the offset, which lies within the context's block.
+    unsafe { raw.add(at.0).cast::<u64>().write_unaligned(seed.max(1)) };
+}
+
+/// Records the current thread's stack as the one `ctx`'s runtime runs on.
+pub(crate) fn update_stack_top(ctx: &Ctx<'_>) {
+    // SAFETY: `ctx` is a live context on this thread.
+    unsafe { qjs::JS_UpdateStackTop(qjs::JS_GetRuntime(ctx.as_raw().as_ptr())) };
 }
 
 /// The lowest address of the current thread's stack.
@@ -240,15 +269,6 @@ pub(crate) fn stack_low() -> Option<usize> {
     }
 }
 
-/// Moves the calling thread to the idle scheduling class: it runs only when a CPU has
-/// nothing else to do.
-#[cfg(target_os = "linux")]
-pub(crate) fn lower_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: plain system call on the calling thread with a valid parameter block.
-    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-}
-
 /// Sets the calling thread's nice value (alone: other threads keep theirs); whether it took.
 /// Raising it always works; lowering it back may need a privilege the process lacks.
 #[cfg(target_os = "linux")]
@@ -265,7 +285,3 @@ pub(crate) fn set_thread_nice(nice: i32) -> bool {
 pub(crate) fn set_thread_nice(_nice: i32) -> bool {
     false
 }
-
-/// Moves the calling thread to the idle scheduling class where the system has one.
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn lower_priority() {}

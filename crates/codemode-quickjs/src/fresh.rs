@@ -7,7 +7,8 @@ use codemode::{Namespace, SDK_NAMESPACE};
 use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, FromJs, Function, Object, Runtime, TypedArray, Value};
 
-use crate::ffi::{self, Bytecode, CountingAllocator, SourceText};
+use crate::arena::{Arena, ArenaAllocator};
+use crate::ffi::{self, Bytecode, RandomState, SourceText};
 use crate::memory::MemoryGauge;
 use crate::options::QuickJsOptions;
 use crate::values::{decode_bytes, encode_bytes};
@@ -17,7 +18,8 @@ const GLUE: &str = include_str!("glue.js");
 const GLUE_FILE: &str = "sandbox.js";
 /// Where a fresh context keeps the compiled glue until the pass takes it (before any model code).
 pub(crate) const GLUE_KEY: &str = "__codemode_glue";
-/// A runtime and context made ahead of time; used for one pass, then dropped.
+/// A runtime and context as made, before any pass: in an arena of its own, so that it can be
+/// put back this way after each pass (see [`crate::slot`]).
 pub(crate) struct Fresh {
     /// The runtime, with the memory and stack limits set.
     pub runtime: Runtime,
@@ -27,6 +29,11 @@ pub(crate) struct Fresh {
     pub memory: MemoryGauge,
     /// The connector namespaces already installed, if any.
     pub declared: Option<Arc<Vec<Namespace>>>,
+    /// The memory everything above lives in.
+    pub arena: Arc<Arena>,
+    /// Where its context keeps `Math.random`'s state (`None`: not found, so the runtime
+    /// cannot be restored and serves one pass).
+    pub random: Option<RandomState>,
 }
 
 impl Fresh {
@@ -40,11 +47,19 @@ impl Fresh {
     ) -> rquickjs::Result<Fresh> {
         let memory = MemoryGauge::default();
         let limit = options.memory_limit;
-        let runtime = Runtime::new_with_alloc(CountingAllocator::new(memory.clone(), limit))?;
+        let arena = Arena::reserve(arena_capacity(limit)).ok_or(rquickjs::Error::Allocation)?;
+        let allocator = ArenaAllocator::new(arena.clone(), memory.clone(), limit);
+        let runtime = Runtime::new_with_alloc(allocator)?;
         // The allocator enforces `limit`; QuickJS's own check, a little higher, is a backstop.
         runtime.set_memory_limit(limit.saturating_add(limit / 8));
         runtime.set_max_stack_size(options.max_stack_size);
+        let clocks = (ffi::wall_micros(), ffi::monotonic_millis());
         let context = Context::full(&runtime)?;
+        let random = context.with(|ctx| {
+            let wall = (clocks.0, ffi::wall_micros());
+            let mono = (clocks.1, ffi::monotonic_millis());
+            ffi::locate_random_state(&ctx, wall, mono)
+        });
         context.with(|ctx| -> rquickjs::Result<()> {
             let glue = match glue_bytecode() {
                 Some(bytes) => load_glue(&ctx, bytes)?,
@@ -70,18 +85,21 @@ impl Fresh {
             context,
             memory,
             declared: namespaces,
+            arena,
+            random,
         })
     }
+}
 
-    /// Whether a pass over `namespaces` can use this runtime: it has none installed, or
-    /// exactly that set (the same allocation, so the check costs no comparison).
-    pub(crate) fn prepared_for(&self, namespaces: Option<&Arc<Vec<Namespace>>>) -> bool {
-        match (&self.declared, namespaces) {
-            (None, _) => true,
-            (Some(declared), Some(n)) => Arc::ptr_eq(declared, n),
-            (Some(_), None) => false,
-        }
+/// The address space reserved for a runtime of memory limit `limit`: four times the limit,
+/// since blocks that grow leave gaps a larger block cannot use (pages are taken only when
+/// written, and large freed blocks give theirs back).
+fn arena_capacity(limit: usize) -> usize {
+    if limit == 0 {
+        // No limit: as much address space as a runtime could sensibly use.
+        return 64 << 30;
     }
+    limit.saturating_mul(4).saturating_add(64 << 20)
 }
 
 /// The namespaces as the glue's `declare` takes them: `[[name, [[method, callId], …]], …]`

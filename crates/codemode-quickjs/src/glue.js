@@ -5,8 +5,8 @@
 // The helpers it returns stay in this closure and are not reachable from the model's code.
 (function (b64encode, b64decode, sdkName, maxLength) {
   "use strict";
-  let host = null;
-  let sink = null;
+  // The pass's host and console functions: the pass cuts these links when it ends.
+  const link = { host: null, sink: null };
   let sdk = null;
   const g = globalThis;
   const stringify = JSON.stringify;
@@ -355,33 +355,33 @@
     consoleObject[level] = function (...args) {
       let line = "";
       for (let i = 0; i < args.length; i++) line += (i ? " " : "") + show(args[i]);
-      sink(level, line);
+      link.sink(level, line);
     };
   }
   install("console", consoleObject);
 
   install(sdkName, {
     search(query) {
-      return host(sdk.search, encode({ query }));
+      return link.host(sdk.search, encode({ query }));
     },
     describe(target, options) {
-      return host(sdk.describe, encode(options === undefined ? { target } : { target, options }));
+      return link.host(sdk.describe, encode(options === undefined ? { target } : { target, options }));
     },
     async step(name, fn) {
       if (typeof fn !== "function") {
         throw new TypeErrorCtor('codemode.step(name, fn) needs a function, for example: await codemode.step("now", () => Date.now())');
       }
-      const reply = await host(sdk.step, encode({ name }));
+      const reply = await link.host(sdk.step, encode({ name }));
       if (reply !== null && typeof reply === "object" && reply.replay === true) return reply.value;
       const seq = reply !== null && typeof reply === "object" ? reply.seq : null;
       let text;
       try {
         text = encode(await fn());
       } catch (e) {
-        await host(sdk.step_error, encode({ seq, error: errorText(e) }));
+        await link.host(sdk.step_error, encode({ seq, error: errorText(e) }));
         throw e;
       }
-      await host(sdk.step_result, `{"seq":${encode(seq)},"value":${text}}`);
+      await link.host(sdk.step_result, `{"seq":${encode(seq)},"value":${text}}`);
       return decode(text);
     },
     run(name, input) {
@@ -390,7 +390,7 @@
       // `codemode.run.call(chain, `); the host refuses a snippet that runs itself.
       const args = { name, input: input === undefined ? null : input };
       if (isArray(this)) args.chain = this;
-      return host(sdk.run, encode(args));
+      return link.host(sdk.run, encode(args));
     },
   });
 
@@ -409,12 +409,12 @@
       for (let i = 0; i < args.length; i++) {
         if (args[i] !== undefined) defineProperty(input, params[i], { value: args[i], writable: true, enumerable: true, configurable: true });
       }
-      return host(id, encode(input));
+      return link.host(id, encode(input));
     };
   }
   function plain(id) {
     return function (args) {
-      return host(id, encode(args === undefined ? {} : args));
+      return link.host(id, encode(args === undefined ? {} : args));
     };
   }
   // `spec` is `[[name, [[method, callId, params?, required?], ...]], ...]`. Each method is an
@@ -436,10 +436,10 @@
     }
   }
   function bind(hostFn, sinkFn, sdkIds) {
-    host = hostFn;
-    sink = sinkFn;
+    link.host = hostFn;
+    link.sink = sinkFn;
     sdk = sdkIds;
   }
 
-  return { encode, revive, show, declare, bind };
+  return { encode, revive, show, declare, bind, link };
 })

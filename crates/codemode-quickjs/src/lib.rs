@@ -8,6 +8,8 @@
 //! [`values`]). See the crate README for the limits.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+#[allow(unsafe_code)]
+mod arena;
 mod caller;
 mod compiled;
 pub mod error;
@@ -23,8 +25,9 @@ mod options;
 mod pass;
 mod pool;
 mod report;
+#[allow(unsafe_code)]
+mod slot;
 mod stack;
-mod stock;
 mod turns;
 pub mod values;
 

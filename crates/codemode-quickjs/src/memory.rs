@@ -4,7 +4,7 @@
 //! model code could catch and go on. So this allocator enforces the configured limit (QuickJS
 //! is given a little more, as a backstop) and, when it refuses an allocation, marks the gauge
 //! exhausted; the interrupt handler then stops the pass for good. The allocator itself is
-//! [`crate::ffi::CountingAllocator`].
+//! [`crate::arena::ArenaAllocator`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -42,5 +42,21 @@ impl MemoryGauge {
     /// Counts `size` bytes freed.
     pub(crate) fn sub(&self, size: usize) {
         self.0.used.fetch_sub(size, Ordering::Relaxed);
+    }
+
+    /// Marks the gauge exhausted: an allocation failed for want of room.
+    pub(crate) fn exhaust(&self) {
+        self.0.exhausted.store(true, Ordering::Relaxed);
+    }
+
+    /// How many bytes are held now.
+    pub(crate) fn used(&self) -> usize {
+        self.0.used.load(Ordering::Relaxed)
+    }
+
+    /// Sets the count to `used` and clears the exhausted mark (the runtime was restored).
+    pub(crate) fn reset(&self, used: usize) {
+        self.0.used.store(used, Ordering::Relaxed);
+        self.0.exhausted.store(false, Ordering::Relaxed);
     }
 }

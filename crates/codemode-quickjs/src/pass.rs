@@ -251,9 +251,10 @@ fn failed(message: impl Into<String>, logs: Vec<String>) -> ExecuteResult {
     }
 }
 
-/// Runs one pass on the current thread, in `fresh`. The runtime is handed back, spent, so the
-/// caller can send the result before paying for freeing it; it must never run code again.
-pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
+/// Runs one pass on the current thread, in `fresh`; the result, and whether the pass left
+/// nothing behind that refers to the runtime (every handle dropped, the glue's links to the
+/// pass's functions cut), so that the runtime may be put back as made.
+pub(crate) fn run_pass(fresh: &Fresh, job: PassJob) -> (ExecuteResult, bool) {
     let PassJob {
         request,
         host,
@@ -266,7 +267,7 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
     let caller = inline.then(|| Arc::new(CallerThread::new()));
     let prepared = match cache.prepare(CODE_FILE, &request.code, options.max_code_bytes) {
         Ok(p) => p,
-        Err(e) => return (failed(e.to_string(), Vec::new()), fresh),
+        Err(e) => return (failed(e.to_string(), Vec::new()), true),
     };
     let deadline = Instant::now() + options.wall_time;
     let stop = Arc::new(StopFlag::default());
@@ -327,16 +328,17 @@ pub(crate) fn run_pass(fresh: Fresh, job: PassJob) -> (ExecuteResult, Fresh) {
         stop: &stop,
         turn: &turn,
     };
-    let result = fresh.context.with(|ctx| driver.run(ctx, host));
+    let (result, clean) = fresh.context.with(|ctx| driver.run(ctx, host));
     turn.finish();
-    // Anything the model's code left queued never runs: the runtime is only freed from here on.
+    // Anything the model's code left queued never runs: the runtime is only put back or
+    // freed from here on.
     fresh.runtime.set_interrupt_handler(Some(Box::new(|| true)));
-    (result, fresh)
+    (result, clean)
 }
 
 struct Driver<'a> {
-    /// The fresh runtime already has the request's namespaces ([`crate::stock::Stock::take`]
-    /// hands out only runtimes prepared for the request's set, or for none).
+    /// The runtime already has the request's namespaces ([`crate::slot::Slot::take`] hands
+    /// out only runtimes made for the request's set; none if they could not be installed).
     declared: bool,
     request: &'a ExecuteRequest,
     /// The model's code, ready to run (error reports map positions through its
@@ -356,13 +358,15 @@ struct Driver<'a> {
 
 /// The functions the glue script hands back.
 struct Helpers<'js> {
+    /// Where the glue keeps the pass's host and console functions.
+    link: Object<'js>,
     encode: Function<'js>,
     revive: Function<'js>,
     show: Function<'js>,
 }
 
 impl Driver<'_> {
-    fn run<'js>(&self, ctx: Ctx<'js>, host: Arc<dyn Host>) -> ExecuteResult {
+    fn run<'js>(&self, ctx: Ctx<'js>, host: Arc<dyn Host>) -> (ExecuteResult, bool) {
         let mut calls: Vec<(String, String)> = Vec::new();
         for ns in &self.request.namespaces {
             for m in &ns.methods {
@@ -385,15 +389,36 @@ impl Driver<'_> {
             stop: self.stop.clone(),
             max_console_bytes: self.options.max_console_bytes,
         });
-        let end = match self.install(&ctx, &state, sdk_base) {
-            Ok(helpers) => self.drive(&ctx, &state, &helpers),
-            Err(e) => PassEnd::Failed(format!("the sandbox could not start: {e}")),
+        let (end, unlinked) = match self.install(&ctx, &state, sdk_base) {
+            Ok(helpers) => {
+                let end = self.drive(&ctx, &state, &helpers);
+                // Plain property writes: no JavaScript runs, so no interrupt can stop them.
+                let unlinked = helpers
+                    .link
+                    .set("host", Value::new_null(ctx.clone()))
+                    .is_ok()
+                    && helpers
+                        .link
+                        .set("sink", Value::new_null(ctx.clone()))
+                        .is_ok();
+                (end, unlinked)
+            }
+            Err(e) => (
+                PassEnd::Failed(format!("the sandbox could not start: {e}")),
+                true,
+            ),
         };
         state.resolvers.borrow_mut().clear();
         state.fresh.borrow_mut().clear();
         state.in_flight.borrow_mut().clear();
         let logs = std::mem::take(&mut *state.logs.borrow_mut());
-        ExecuteResult { end, logs }
+        // The host and console functions hold the state: once their last reference is gone,
+        // only this one is left (a cycle through the heap would need a collection first).
+        if unlinked && Rc::strong_count(&state) > 1 {
+            ctx.run_gc();
+        }
+        let clean = unlinked && Rc::strong_count(&state) == 1;
+        (ExecuteResult { end, logs }, clean)
     }
 
     fn install<'js>(
@@ -426,6 +451,7 @@ impl Driver<'_> {
         let bind: Function = helpers.get("bind")?;
         bind.call::<_, ()>((host_fn, sink, sdk))?;
         Ok(Helpers {
+            link: helpers.get("link")?,
             encode: helpers.get("encode")?,
             revive: helpers.get("revive")?,
             show: helpers.get("show")?,

@@ -2,8 +2,8 @@
 //! `QuickJsOptions::with_caller_thread` the executor may run one here instead ([`Pool::run_here`]).
 //!
 //! The pool grows on demand up to `max_threads`, so a runaway script holds one thread and
-//! delays nothing else. Each pass takes a fresh runtime from the [`Stock`] and gives the
-//! spent one back.
+//! delays nothing else. Each pass runs in its thread's runtime ([`Slot`]), which is put back
+//! as made once the caller has the result.
 
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use crate::options::QuickJsOptions;
 use crate::pass::{run_pass, PassJob};
-use crate::stock::Stock;
+use crate::slot::Slot;
 
 /// A pass and where to send its result.
 pub(crate) struct Task {
@@ -42,14 +42,7 @@ struct PoolState {
 /// A growing set of sandbox threads.
 pub(crate) struct Pool {
     state: Arc<Mutex<PoolState>>,
-    stock: Arc<Stock>,
     options: Arc<QuickJsOptions>,
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        self.stock.close();
-    }
 }
 
 fn lock(state: &Mutex<PoolState>) -> MutexGuard<'_, PoolState> {
@@ -63,7 +56,6 @@ impl Pool {
     pub(crate) fn new(options: Arc<QuickJsOptions>) -> Self {
         Pool {
             state: Arc::new(Mutex::new(PoolState::default())),
-            stock: Stock::start(options.clone()),
             options,
         }
     }
@@ -84,12 +76,12 @@ impl Pool {
         }
         state.threads += 1;
         drop(state);
-        spawn_worker(task, &self.state, &self.stock, &self.options);
+        spawn_worker(task, &self.state, &self.options);
     }
 
     /// Runs a pass on the calling thread.
     pub(crate) fn run_here(&self, task: Task) {
-        run(task, &self.options, &self.stock)
+        run(task, &self.options)
     }
 }
 
@@ -100,66 +92,54 @@ fn fail(reply: oneshot::Sender<ExecuteResult>, message: &str) {
     });
 }
 
-fn run(task: Task, options: &QuickJsOptions, stock: &Stock) {
+fn run(task: Task, options: &QuickJsOptions) {
     if task.reply.is_closed() {
         return;
     }
-    match stock.take(options, &task.job.request.namespaces) {
-        Ok(f) => {
-            let job = task.job;
-            match panic::catch_unwind(AssertUnwindSafe(move || run_pass(f, job))) {
-                Ok((result, spent)) => {
-                    let _ = task.reply.send(result);
-                    // Freeing a runtime costs tens of µs: done off the caller's path.
-                    stock.discard(spent);
-                }
-                Err(_) => fail(
-                    task.reply,
-                    "internal error in the sandbox; the pass was stopped",
-                ),
-            }
+    let slot = match Slot::take(options, &task.job.request.namespaces) {
+        Ok(slot) => slot,
+        Err(message) => return fail(task.reply, &message),
+    };
+    let job = task.job;
+    match panic::catch_unwind(AssertUnwindSafe(|| run_pass(slot.fresh(), job))) {
+        Ok((result, clean)) => {
+            let _ = task.reply.send(result);
+            // Putting the runtime back costs a copy: done once the caller has the result.
+            slot.put_back(clean, options);
         }
-        Err(message) => fail(task.reply, &message),
+        // The runtime is freed with the slot.
+        Err(_) => fail(
+            task.reply,
+            "internal error in the sandbox; the pass was stopped",
+        ),
     }
 }
 
 /// Starts a sandbox thread whose first pass is `task`; the caller has counted it in the
 /// pool's threads already.
-fn spawn_worker(
-    task: Task,
-    state: &Arc<Mutex<PoolState>>,
-    stock: &Arc<Stock>,
-    options: &Arc<QuickJsOptions>,
-) {
+fn spawn_worker(task: Task, state: &Arc<Mutex<PoolState>>, options: &Arc<QuickJsOptions>) {
     let id = {
         let mut guard = lock(state);
         guard.next_id += 1;
         guard.next_id - 1
     };
     let pool_state = state.clone();
-    let stock = stock.clone();
     let options = options.clone();
     let spawned = thread::Builder::new()
         .name(format!("codemode-sandbox-{id}"))
         .stack_size(options.thread_stack_size())
-        .spawn(move || worker_loop(id, task, pool_state, stock, options));
+        .spawn(move || worker_loop(id, task, pool_state, options));
     if spawned.is_err() {
         lock(state).threads -= 1;
     }
 }
 
-fn worker_loop(
-    id: u64,
-    first: Task,
-    state: Arc<Mutex<PoolState>>,
-    stock: Arc<Stock>,
-    options: Arc<QuickJsOptions>,
-) {
+fn worker_loop(id: u64, first: Task, state: Arc<Mutex<PoolState>>, options: Arc<QuickJsOptions>) {
     let (sender, receiver): (SyncSender<Task>, Receiver<Task>) = mpsc::sync_channel(1);
     let mut next = Some(first);
     loop {
         if let Some(task) = next.take() {
-            run(task, &options, &stock);
+            run(task, &options);
         }
         if crate::turns::thread_spent() {
             // Its priority stayed lowered after a long pass: a new thread takes its place.
@@ -170,7 +150,7 @@ fn worker_loop(
             }
             drop(guard);
             if let Some(task) = queued {
-                spawn_worker(task, &state, &stock, &options);
+                spawn_worker(task, &state, &options);
             }
             break;
         }
