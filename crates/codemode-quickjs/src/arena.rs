@@ -25,7 +25,7 @@ const ALIGN: usize = 16;
 const GROWTH: usize = 64 * 1024;
 const PAGE: usize = 4096;
 /// Memory a pass used beyond the snapshot is given back to the system above this much.
-const KEEP_DIRTY: usize = 2 * 1024 * 1024;
+const KEEP_DIRTY: usize = 1024 * 1024;
 /// A freed block this large gives its whole pages back to the system at once, as `malloc`
 /// gives back a large block's mapping: what a pass holds stays what it uses.
 const GIVE_BACK: usize = 256 * 1024;
