@@ -16,9 +16,12 @@ INSERT INTO executions (runtime, id, code, status, result, error, logs, connecto
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 
 /// Terminal executions past the newest `?2`, newest first (insertion order breaks ties).
+/// Its condition is the terminal index's, word for word, so that SQLite uses that index.
 const BEYOND_KEEP: &str = "
 SELECT id FROM executions
-WHERE runtime = ?1 AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
+WHERE runtime = ?1
+  AND (status = 'completed' OR status = 'error' OR status = 'rejected'
+       OR status = 'rolled_back' OR status = 'cancelled')
 ORDER BY created_at DESC, pk DESC
 LIMIT -1 OFFSET ?2";
 
