@@ -97,20 +97,36 @@ impl Slot {
         let held = SLOT.with(|cell| cell.borrow_mut().take());
         match held {
             Some(slot) if slot.made.fits(options, namespaces) => Ok(slot),
-            // Dropped (freed) before the new one is made.
-            _ => Slot::make(options, namespaces),
+            Some(slot) => {
+                // Namespaces that cannot be installed cost the thread nothing it had.
+                if let Err(e) = check_namespaces(namespaces) {
+                    slot.keep();
+                    return Err(e.to_string());
+                }
+                // Freed before the new one is made.
+                drop(slot);
+                Slot::make(options, namespaces)
+            }
+            None => Slot::make(options, namespaces),
         }
+    }
+
+    /// Keeps this runtime for the thread's next pass (one kept by a pass run within this one
+    /// is freed).
+    fn keep(self) {
+        let nested = SLOT.with(|cell| cell.borrow_mut().replace(self));
+        drop(nested);
     }
 
     /// The runtime, ready for a pass: on this thread's stack, with a new random state.
     pub(crate) fn fresh(&self) -> &Fresh {
-        if let Some(at) = self.fresh.random {
-            self.fresh.context.with(|ctx| {
-                ffi::update_stack_top(&ctx);
+        self.fresh.context.with(|ctx| {
+            ffi::update_stack_top(&ctx);
+            if let Some(at) = self.fresh.random {
                 // SAFETY: `at` was found in this context when it was made, and no pass runs.
                 unsafe { ffi::reseed_random(&ctx, at, new_seed()) };
-            });
-        }
+            }
+        });
         &self.fresh
     }
 
@@ -131,10 +147,9 @@ impl Slot {
                 Slot::make(options, &made.namespaces).ok()
             }
         };
-        let Some(slot) = slot else { return };
-        // A runtime put back by a pass run within this one is freed (after the borrow).
-        let nested = SLOT.with(|cell| cell.borrow_mut().replace(slot));
-        drop(nested);
+        if let Some(slot) = slot {
+            slot.keep();
+        }
     }
 
     /// How many bytes a restore copies (0: the runtime is not restored).
@@ -197,6 +212,17 @@ mod tests {
         slot.put_back(false, &options);
         let slot = Slot::take(&options, &[]).unwrap();
         assert_ne!(slot.serial, serial);
+        // A pass over namespaces that cannot be installed is refused and costs the thread's
+        // runtime nothing.
+        let serial = slot.serial;
+        slot.put_back(true, &options);
+        let bad = [Namespace {
+            name: "not a name".into(),
+            ..Default::default()
+        }];
+        assert!(Slot::take(&options, &bad).is_err());
+        let slot = Slot::take(&options, &[]).unwrap();
+        assert_eq!(slot.serial, serial);
         // Other settings get another runtime too.
         let other = QuickJsOptions::default().with_memory_limit(8 << 20);
         let serial = slot.serial;

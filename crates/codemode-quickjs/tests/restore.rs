@@ -107,7 +107,8 @@ async fn math_random_is_new_in_every_pass() {
 
 #[tokio::test]
 async fn memory_a_pass_used_is_free_again_for_the_next() {
-    let executor = QuickJsExecutor::new(options());
+    // Time enough for a debug build on a busy machine: the limit here is memory.
+    let executor = QuickJsExecutor::new(options().with_wall_time(Duration::from_secs(20)));
     // About 20 MiB each, within the 32 MiB limit: a pass that kept any of it would fail.
     let code = "async () => { const a = []; for (let i = 0; i < 5000; i++) a.push('x'.repeat(4000) + i); return a.length; }";
     for pass in 0..15 {
