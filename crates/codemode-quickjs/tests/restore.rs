@@ -64,7 +64,7 @@ const CASES: [(&str, &str); 14] = [
 
 fn options() -> QuickJsOptions {
     QuickJsOptions::default()
-        .with_wall_time(Duration::from_millis(300))
+        .with_wall_time(Duration::from_secs(1))
         .with_memory_limit(32 * 1024 * 1024)
         .with_max_console_bytes(64 * 1024)
         .with_max_threads(1)
