@@ -8,8 +8,11 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use codemode::HostReply;
+use std::sync::Arc;
+
+use codemode::{ExecuteRequest, Executor, HostReply};
 use common::*;
+use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use codemode_quickjs::{QuickJsExecutor, QuickJsOptions};
@@ -138,5 +141,85 @@ async fn a_host_reply_after_the_pass_ended_reaches_nothing() {
         );
         let seen = returned(&run_with(&executor, "async () => typeof got", host.clone()).await);
         assert_eq!(seen, json!("undefined"));
+    }
+}
+
+/// Pieces of passes: each changes something, holds memory, or ends the pass its own way.
+const STEPS: [&str; 16] = [
+    "globalThis.leak = 1;",
+    "Object.prototype.polluted = 'yes';",
+    "Array.prototype.push = function () { return 0; };",
+    "delete Math.max;",
+    "Error.stackTraceLimit = 0;",
+    "Object.freeze(Array.prototype);",
+    "Symbol.for('left-by-a-pass');",
+    "Promise.resolve().then(() => { globalThis.late = 1; });",
+    "tasks.list_tasks().then(() => { Object.prototype.after = 1; });",
+    "globalThis.keep = new Array(200000).fill('x');",
+    "globalThis.bytes = new Uint8Array(3 << 20);",
+    "{ const s = []; for (let i = 0; i < 2000; i++) s.push({ i, t: 'v' + i }); globalThis.objects = s; }",
+    "throw new Error('ends here');",
+    "while (true) {}",
+    "await new Promise(() => {});",
+    "{ const f = (n) => f(n + 1) + 1; f(0); }",
+];
+
+/// Passes made of any steps, in any order, on one thread: after them the next pass sees the
+/// environment a new runtime gives.
+#[test]
+fn passes_made_of_any_steps_leave_nothing_behind() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let executor = QuickJsExecutor::new(options().with_wall_time(Duration::from_millis(200)));
+    let made = runtime.block_on(fingerprint(&QuickJsExecutor::new(options())));
+    let config = ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(24),
+        ..ProptestConfig::default()
+    };
+    let pass = proptest::collection::vec(0..STEPS.len(), 1..5);
+    proptest!(config, |(passes in proptest::collection::vec(pass, 1..4))| {
+        for steps in &passes {
+            let body: String = steps.iter().map(|&i| STEPS[i]).collect();
+            let code = format!("async () => {{ {body} return 1; }}");
+            let _ = runtime.block_on(run_with(&executor, &code, TestHost::echo()));
+        }
+        let after = runtime.block_on(fingerprint(&executor));
+        prop_assert_eq!(after, made.clone(), "after {:?}", passes);
+    });
+}
+
+/// Many threads at once, each with its own runtime: no pass sees another's globals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_passes_on_many_threads_see_only_their_own_globals() {
+    let executor = Arc::new(QuickJsExecutor::new(
+        options()
+            .with_max_threads(8)
+            .with_wall_time(Duration::from_secs(10)),
+    ));
+    let code = "async () => { const seen = typeof leak; globalThis.leak = 1; await tasks.list_tasks(); Object.prototype.polluted = 1; await tasks.get(); return [seen, typeof leak]; }";
+    let runs: Vec<_> = (0..200)
+        .map(|_| {
+            let executor = executor.clone();
+            tokio::spawn(async move {
+                executor
+                    .execute(
+                        ExecuteRequest {
+                            code: code.to_string(),
+                            namespaces: namespaces(),
+                        },
+                        TestHost::echo(),
+                    )
+                    .await
+            })
+        })
+        .collect();
+    for run in runs {
+        let result = run.await.unwrap();
+        assert_eq!(returned(&result), json!(["undefined", "number"]));
     }
 }
