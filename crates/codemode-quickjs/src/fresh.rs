@@ -47,7 +47,12 @@ impl Fresh {
     ) -> rquickjs::Result<Fresh> {
         let memory = MemoryGauge::default();
         let limit = options.memory_limit;
-        let arena = Arena::reserve(arena_capacity(limit)).ok_or(rquickjs::Error::Allocation)?;
+        // Where the system refuses the roomy reservation (strict overcommit, a small
+        // `ulimit -v`), a tighter one still holds the limit.
+        let arena = arena_capacities(limit)
+            .into_iter()
+            .find_map(Arena::reserve)
+            .ok_or(rquickjs::Error::Allocation)?;
         let allocator = ArenaAllocator::new(arena.clone(), memory.clone(), limit);
         let runtime = Runtime::new_with_alloc(allocator)?;
         // The allocator enforces `limit`; QuickJS's own check, a little higher, is a backstop.
@@ -91,15 +96,19 @@ impl Fresh {
     }
 }
 
-/// The address space reserved for a runtime of memory limit `limit`: four times the limit,
-/// since blocks that grow leave gaps a larger block cannot use (pages are taken only when
-/// written, and large freed blocks give theirs back).
-fn arena_capacity(limit: usize) -> usize {
+/// The address space to reserve for a runtime of memory limit `limit`, roomiest first: four
+/// times the limit, since blocks that grow leave gaps a larger block cannot use (pages are
+/// taken only when written, and large freed blocks give theirs back); then the limit with
+/// QuickJS's backstop and a margin.
+fn arena_capacities(limit: usize) -> Vec<usize> {
     if limit == 0 {
-        // No limit: as much address space as a runtime could sensibly use.
-        return 64 << 30;
+        // No limit: as much address space as a runtime could sensibly use, or what there is.
+        return vec![64 << 30, 16 << 30, 4 << 30, 1 << 30];
     }
-    limit.saturating_mul(4).saturating_add(64 << 20)
+    vec![
+        limit.saturating_mul(4).saturating_add(64 << 20),
+        limit.saturating_add(limit / 2).saturating_add(16 << 20),
+    ]
 }
 
 /// The namespaces as the glue's `declare` takes them: `[[name, [[method, callId], …]], …]`
