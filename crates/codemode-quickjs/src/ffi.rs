@@ -52,7 +52,6 @@ pub(crate) fn compile<'js>(
     // bytes and a NUL after them, and both strings outlive the call. The function returned is
     // owned by `Value::from_raw` from then on.
     let function = unsafe {
-        qjs::JS_UpdateStackTop(qjs::JS_GetRuntime(raw));
         let function = qjs::JS_Eval(
             raw,
             text.as_ptr().cast(),
@@ -115,7 +114,6 @@ pub(crate) fn run_bytecode<'js>(
     // (a `Bytecode` is made nowhere else); `JS_ReadObject` copies what it needs, and
     // `JS_EvalFunction` takes ownership of the function it returns.
     let value = unsafe {
-        qjs::JS_UpdateStackTop(qjs::JS_GetRuntime(raw));
         let function = qjs::JS_ReadObject(
             raw,
             bytecode.0.as_ptr(),
@@ -156,7 +154,7 @@ pub(crate) fn typed_array_bytes(array: &TypedArray<'_, u8>) -> Option<Vec<u8>> {
 /// `performance` time origin (monotonic milliseconds) just before it. The state is found by
 /// all three, so nothing else in the context can be mistaken for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RandomState(usize);
+pub(crate) struct RandomStateOffset(usize);
 
 /// The wall clock in microseconds, as QuickJS reads it to seed a context.
 pub(crate) fn wall_micros() -> u64 {
@@ -199,7 +197,7 @@ pub(crate) fn locate_random_state(
     ctx: &Ctx<'_>,
     wall: (u64, u64),
     mono: (f64, f64),
-) -> Option<RandomState> {
+) -> Option<RandomStateOffset> {
     const MULTIPLIER: u64 = 0x2545_F491_4F6C_DD1D;
     // More than a second to make a context: too many candidates to be sure of.
     if wall.1 < wall.0 || wall.1 - wall.0 > 1_000_000 {
@@ -227,7 +225,7 @@ pub(crate) fn locate_random_state(
             && origin >= mono.0
             && origin <= mono.1
         {
-            return Some(RandomState(offset));
+            return Some(RandomStateOffset(offset));
         }
         offset += 8;
     }
@@ -239,7 +237,7 @@ pub(crate) fn locate_random_state(
 /// # Safety
 /// `at` was found by [`locate_random_state`] in a context of this same QuickJS build, and
 /// `ctx` is a live context of an arena runtime, not running.
-pub(crate) unsafe fn reseed_random(ctx: &Ctx<'_>, at: RandomState, seed: u64) {
+pub(crate) unsafe fn reseed_random(ctx: &Ctx<'_>, at: RandomStateOffset, seed: u64) {
     let raw = ctx.as_raw().as_ptr() as *mut u8;
     // SAFETY: the caller vouches for the offset, which lies within the context's block.
     unsafe { raw.add(at.0).cast::<u64>().write_unaligned(seed.max(1)) };

@@ -8,7 +8,7 @@ use rquickjs::context::EvalOptions;
 use rquickjs::{Context, Ctx, FromJs, Function, Object, Runtime, TypedArray, Value};
 
 use crate::arena::{Arena, ArenaAllocator};
-use crate::ffi::{self, Bytecode, RandomState, SourceText};
+use crate::ffi::{self, Bytecode, RandomStateOffset, SourceText};
 use crate::memory::MemoryGauge;
 use crate::options::QuickJsOptions;
 use crate::values::{decode_bytes, encode_bytes};
@@ -27,13 +27,13 @@ pub(crate) struct Fresh {
     pub context: Context,
     /// What the runtime holds, shared with the pass's interrupt handler.
     pub memory: MemoryGauge,
-    /// The connector namespaces already installed, if any.
-    pub declared: Option<Arc<Vec<Namespace>>>,
+    /// Whether the pass's connector namespaces are installed already.
+    pub declared: bool,
     /// The memory everything above lives in.
     pub arena: Arc<Arena>,
     /// Where its context keeps `Math.random`'s state (`None`: not found, so the runtime
     /// cannot be restored and serves one pass).
-    pub random: Option<RandomState>,
+    pub random: Option<RandomStateOffset>,
 }
 
 impl Fresh {
@@ -43,7 +43,7 @@ impl Fresh {
     /// installs the namespaces itself if they were not known here.
     pub(crate) fn new(
         options: &QuickJsOptions,
-        namespaces: Option<Arc<Vec<Namespace>>>,
+        namespaces: Option<&[Namespace]>,
     ) -> rquickjs::Result<Fresh> {
         let memory = MemoryGauge::default();
         let limit = options.memory_limit;
@@ -79,7 +79,7 @@ impl Fresh {
                 SDK_NAMESPACE,
                 options.max_array_length() as f64,
             ))?;
-            if let Some(namespaces) = &namespaces {
+            if let Some(namespaces) = namespaces {
                 let declare: Function = helpers.get("declare")?;
                 declare.call::<_, ()>((namespace_spec(&ctx, namespaces)?,))?;
             }
@@ -89,7 +89,7 @@ impl Fresh {
             runtime,
             context,
             memory,
-            declared: namespaces,
+            declared: namespaces.is_some(),
             arena,
             random,
         })

@@ -317,7 +317,7 @@ pub(crate) fn run_pass(fresh: &Fresh, job: PassJob) -> (ExecuteResult, bool) {
     }
     let _entered = handle.as_ref().map(|h| h.enter());
     let driver = Driver {
-        declared: fresh.declared.is_some(),
+        declared: fresh.declared,
         request: &request,
         prepared: &prepared,
         cache: &cache,

@@ -101,7 +101,7 @@ fn run(task: Task, options: &QuickJsOptions) {
         Err(message) => return fail(task.reply, &message),
     };
     let job = task.job;
-    match panic::catch_unwind(AssertUnwindSafe(|| run_pass(slot.fresh(), job))) {
+    match panic::catch_unwind(AssertUnwindSafe(|| run_pass(slot.ready(), job))) {
         Ok((result, clean)) => {
             let _ = task.reply.send(result);
             // Putting the runtime back costs a copy: done once the caller has the result.

@@ -9,8 +9,7 @@
 //! the pass outlived it, or its random state was not found) is freed and made again.
 
 use std::cell::RefCell;
-use std::hash::{BuildHasher, RandomState as HashKeys};
-use std::sync::Arc;
+use std::hash::{BuildHasher, RandomState};
 use std::time::Instant;
 
 use codemode::Namespace;
@@ -65,12 +64,10 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    /// Makes a runtime for passes over `namespaces` (checked first). Namespaces that cannot be
-    /// installed ahead are left to the pass, which reports why.
+    /// Makes a runtime for passes over `namespaces` (already checked). Namespaces that cannot
+    /// be installed ahead are left to the pass, which reports why.
     fn make(options: &QuickJsOptions, namespaces: &[Namespace]) -> Result<Slot, String> {
-        check_namespaces(namespaces).map_err(|e| e.to_string())?;
-        let shared = Arc::new(namespaces.to_vec());
-        let fresh = Fresh::new(options, Some(shared))
+        let fresh = Fresh::new(options, Some(namespaces))
             .or_else(|_| Fresh::new(options, None))
             .map_err(|e| format!("the sandbox could not be created: {e}"))?;
         let snapshot = fresh
@@ -94,21 +91,20 @@ impl Slot {
     /// keeping until [`Slot::put_back`], so a pass that runs another pass on the same thread
     /// (inline, through a host call) gets a runtime of its own.
     pub(crate) fn take(options: &QuickJsOptions, namespaces: &[Namespace]) -> Result<Slot, String> {
-        let held = SLOT.with(|cell| cell.borrow_mut().take());
-        match held {
-            Some(slot) if slot.made.fits(options, namespaces) => Ok(slot),
-            Some(slot) => {
-                // Namespaces that cannot be installed cost the thread nothing it had.
-                if let Err(e) = check_namespaces(namespaces) {
-                    slot.keep();
-                    return Err(e.to_string());
-                }
-                // Freed before the new one is made.
-                drop(slot);
-                Slot::make(options, namespaces)
+        let held = match SLOT.with(|cell| cell.borrow_mut().take()) {
+            Some(slot) if slot.made.fits(options, namespaces) => return Ok(slot),
+            other => other,
+        };
+        // Namespaces that cannot be installed cost the thread nothing it had.
+        if let Err(e) = check_namespaces(namespaces) {
+            if let Some(slot) = held {
+                slot.keep();
             }
-            None => Slot::make(options, namespaces),
+            return Err(e.to_string());
         }
+        // The thread's runtime is freed before the new one is made.
+        drop(held);
+        Slot::make(options, namespaces)
     }
 
     /// Keeps this runtime for the thread's next pass (one kept by a pass run within this one
@@ -118,8 +114,9 @@ impl Slot {
         drop(nested);
     }
 
-    /// The runtime, ready for a pass: on this thread's stack, with a new random state.
-    pub(crate) fn fresh(&self) -> &Fresh {
+    /// The runtime, ready for a pass: on this thread's stack (recorded here, once per pass,
+    /// before any JavaScript runs), with a new random state.
+    pub(crate) fn ready(&self) -> &Fresh {
         self.fresh.context.with(|ctx| {
             ffi::update_stack_top(&ctx);
             if let Some(at) = self.fresh.random {
@@ -165,7 +162,7 @@ fn new_seed() -> u64 {
         static EPOCH: Instant = Instant::now();
     }
     let nanos = EPOCH.with(|e| e.elapsed().as_nanos());
-    HashKeys::new().hash_one(nanos)
+    RandomState::new().hash_one(nanos)
 }
 
 #[cfg(test)]
@@ -173,7 +170,7 @@ mod tests {
     use super::*;
 
     fn eval(slot: &Slot, code: &str) -> String {
-        slot.fresh().context.with(|ctx| {
+        slot.ready().context.with(|ctx| {
             ctx.eval::<rquickjs::Coerced<String>, _>(code)
                 .map(|s| s.0)
                 .unwrap_or_else(|e| format!("error: {e}"))
