@@ -10,13 +10,15 @@
 //! thread takes more than one at a time), every write goes to the thread for
 //! [`SHARING_WINDOW`] after the last such meeting, so concurrent writes share its batches
 //! (one transaction each instead of one per write).
+//! A checkpoint of the WAL is not a meeting: a write that finds the thread checkpointing
+//! waits for it there, and the next write runs inline again.
 
 use crate::codec::Ctx;
 use codemode::StoreError;
 use rusqlite::Connection;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -33,6 +35,14 @@ const MAX_BATCH: usize = 512;
 pub(crate) const CHECKPOINT_EVERY: usize = 250;
 /// How long writes keep going to the writer thread after two of them last met.
 pub(crate) const SHARING_WINDOW: Duration = Duration::from_millis(50);
+
+/// What the writer thread is sent.
+enum Msg {
+    /// A caller's write, for the next batch.
+    Write(Box<dyn Job>),
+    /// Inline writes have filled the WAL: time for a checkpoint.
+    Checkpoint,
+}
 
 /// A write as sent to the thread: it runs inside the batch's transaction.
 trait Job: Send {
@@ -120,7 +130,7 @@ fn copy(e: &StoreError) -> StoreError {
 
 /// The write connection (shared with `with_connection`) and the thread that commits.
 pub(crate) struct Writer {
-    jobs: Option<mpsc::Sender<Box<dyn Job>>>,
+    jobs: Option<mpsc::Sender<Msg>>,
     conn: Arc<Mutex<Connection>>,
     thread: Option<JoinHandle<()>>,
     loc: Arc<str>,
@@ -137,6 +147,8 @@ struct Shared {
     queued: AtomicUsize,
     /// Writes committed since the last checkpoint.
     since_checkpoint: AtomicUsize,
+    /// Set while the thread checkpoints (under the connection's lock).
+    checkpointing: AtomicBool,
     /// Until when (µs after `epoch`) writes go to the thread: two writes met lately.
     sharing_until: AtomicU64,
     /// The clock's start.
@@ -148,6 +160,7 @@ impl Default for Shared {
         Shared {
             queued: AtomicUsize::new(0),
             since_checkpoint: AtomicUsize::new(0),
+            checkpointing: AtomicBool::new(false),
             sharing_until: AtomicU64::new(0),
             epoch: Instant::now(),
         }
@@ -190,7 +203,7 @@ impl Writer {
             .ctx(&loc, "turning off automatic checkpoints")?;
         let conn = Arc::new(Mutex::new(conn));
         let shared = Arc::new(Shared::default());
-        let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
+        let (jobs, queue) = mpsc::channel::<Msg>();
         let thread = {
             let (conn, for_thread, shared) = (conn.clone(), loc.clone(), shared.clone());
             std::thread::Builder::new()
@@ -235,7 +248,10 @@ impl Writer {
     /// false if the thread has stopped.
     fn send(&self, job: Box<dyn Job>) -> bool {
         self.shared.queued.fetch_add(1, Ordering::SeqCst);
-        let sent = matches!(self.jobs.as_ref().map(|jobs| jobs.send(job)), Some(Ok(())));
+        let sent = matches!(
+            self.jobs.as_ref().map(|jobs| jobs.send(Msg::Write(job))),
+            Some(Ok(()))
+        );
         if !sent {
             self.shared.queued.fetch_sub(1, Ordering::SeqCst);
         }
@@ -255,10 +271,12 @@ impl Writer {
             self.shared.met();
             return Some(job);
         }
-        // Taken (a batch, `with_connection`, another caller's inline write) or poisoned: the
-        // writer thread deals with it.
+        // Taken (a batch, `with_connection`, another caller's inline write, a checkpoint) or
+        // poisoned: the writer thread deals with it. Only a checkpoint is no meeting.
         let Ok(conn) = self.conn.try_lock() else {
-            self.shared.met();
+            if !self.shared.checkpointing.load(Ordering::SeqCst) {
+                self.shared.met();
+            }
             return Some(job);
         };
         if !conn.is_autocommit() {
@@ -280,17 +298,15 @@ impl Writer {
             return Some(job);
         }
         let mut batch = VecDeque::from([job]);
-        commit_begun(&conn, &self.loc, &mut batch);
+        let ended = commit_begun(&conn, &self.loc, &mut batch);
         drop(conn);
+        ended.answer();
         let written = self.shared.since_checkpoint.fetch_add(1, Ordering::SeqCst) + 1;
         if written == CHECKPOINT_EVERY {
-            // Wakes the writer thread, which checkpoints after this empty write.
-            let (reply, _) = oneshot::channel::<Result<(), StoreError>>();
-            let nudge = Op {
-                f: |_: &Connection, _: &str| Ok(()),
-                reply,
-            };
-            self.send(Box::new(nudge));
+            // Not a write: it leaves the queue empty, so writes go on inline meanwhile.
+            if let Some(jobs) = &self.jobs {
+                let _ = jobs.send(Msg::Checkpoint);
+            }
         }
         None
     }
@@ -341,21 +357,28 @@ pub(crate) const WRITER_THREAD: &str = "codemode-sqlite-writer";
 
 /// The thread: takes whatever is waiting (at least one write) and commits it as one, and
 /// checkpoints the WAL every [`CHECKPOINT_EVERY`] writes (its own and the inline ones).
-fn serve(
-    queue: &mpsc::Receiver<Box<dyn Job>>,
-    conn: &Mutex<Connection>,
-    loc: &str,
-    shared: &Shared,
-) {
+fn serve(queue: &mpsc::Receiver<Msg>, conn: &Mutex<Connection>, loc: &str, shared: &Shared) {
     while let Ok(first) = queue.recv() {
+        let first = match first {
+            Msg::Write(job) => job,
+            Msg::Checkpoint => {
+                if shared.since_checkpoint.load(Ordering::SeqCst) >= CHECKPOINT_EVERY {
+                    shared.since_checkpoint.store(0, Ordering::SeqCst);
+                    checkpoint(&lock(conn), loc, shared);
+                }
+                continue;
+            }
+        };
         // Writes sent while the lock is taken (by `with_connection`) join this batch. The
         // first still counts as queued until the lock is held, so no write runs inline
         // ahead of it.
-        let conn = lock(conn);
+        let locked = lock(conn);
         let mut batch = VecDeque::from([first]);
         while batch.len() < MAX_BATCH {
             match queue.try_recv() {
-                Ok(job) => batch.push_back(job),
+                Ok(Msg::Write(job)) => batch.push_back(job),
+                // The count below decides.
+                Ok(Msg::Checkpoint) => {}
                 Err(_) => break,
             }
         }
@@ -364,19 +387,29 @@ fn serve(
             shared.met();
         }
         let written = batch.len();
-        commit_batch(&conn, loc, batch);
+        let ended = commit_batch(&locked, loc, batch);
+        // Answered once the connection is free: an answered caller's next write may then
+        // run inline instead of finding the lock still held (which counts as a meeting).
+        drop(locked);
+        for transaction in ended {
+            transaction.answer();
+        }
         let since = shared.since_checkpoint.fetch_add(written, Ordering::SeqCst) + written;
         if since >= CHECKPOINT_EVERY {
             shared.since_checkpoint.store(0, Ordering::SeqCst);
-            checkpoint(&conn, loc);
+            checkpoint(&lock(conn), loc, shared);
         }
     }
 }
 
 /// Copies the WAL's pages into the database without waiting for readers (`PASSIVE`), so
-/// that the WAL starts over once no reader needs its old pages.
-fn checkpoint(conn: &Connection, loc: &str) {
+/// that the WAL starts over once no reader needs its old pages. Runs under the write lock:
+/// a checkpoint that writes go on beside never catches up with them, and the WAL then
+/// never starts over.
+fn checkpoint(conn: &Connection, loc: &str, shared: &Shared) {
+    shared.checkpointing.store(true, Ordering::SeqCst);
     let done = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    shared.checkpointing.store(false, Ordering::SeqCst);
     if let Err(e) = done {
         tracing::warn!(store = %loc, error = %e, "checkpointing the WAL failed");
     }
@@ -389,23 +422,40 @@ fn exec(conn: &Connection, loc: &str, sql: &str, doing: &str) -> Result<(), Stor
         .ctx(loc, doing)
 }
 
-/// Runs `batch` in one transaction (more when a write's error ended one early) and answers
-/// every caller after the `COMMIT`.
-fn commit_batch(conn: &Connection, loc: &str, mut batch: VecDeque<Box<dyn Job>>) {
+/// Runs `batch` in one transaction (more when a write's error ended one early); gives back
+/// how each ended, for answering the callers once the connection is free.
+fn commit_batch(conn: &Connection, loc: &str, mut batch: VecDeque<Box<dyn Job>>) -> Vec<Ended> {
+    let mut ended = Vec::new();
     while !batch.is_empty() {
         if let Err(e) = exec(conn, loc, "BEGIN IMMEDIATE", "starting a transaction") {
             for job in batch {
                 job.refuse(copy(&e));
             }
-            return;
+            return ended;
         }
-        commit_begun(conn, loc, &mut batch);
+        ended.push(commit_begun(conn, loc, &mut batch));
+    }
+    ended
+}
+
+/// A transaction that ended: its writes and how it ended (`Ok` when it committed).
+struct Ended {
+    done: Vec<Box<dyn Done>>,
+    result: Result<(), StoreError>,
+}
+
+impl Ended {
+    /// Answers every caller of the transaction.
+    fn answer(self) {
+        for d in self.done {
+            d.finish(self.result.as_ref().map(|_| ()));
+        }
     }
 }
 
-/// Runs the writes of `batch` in the transaction begun on `conn`, ends it, and answers
-/// their callers; leaves in `batch` the writes after one whose error ended it early.
-fn commit_begun(conn: &Connection, loc: &str, batch: &mut VecDeque<Box<dyn Job>>) {
+/// Runs the writes of `batch` in the transaction begun on `conn` and ends it; leaves in
+/// `batch` the writes after one whose error ended it early.
+fn commit_begun(conn: &Connection, loc: &str, batch: &mut VecDeque<Box<dyn Job>>) -> Ended {
     // A write alone needs no savepoint: its failure rolls back the transaction.
     let alone = batch.len() == 1;
     let mut done: Vec<Box<dyn Done>> = Vec::with_capacity(batch.len());
@@ -421,20 +471,18 @@ fn commit_begun(conn: &Connection, loc: &str, batch: &mut VecDeque<Box<dyn Job>>
             }
         }
     }
-    let ended = match lost {
+    let result = match lost {
         Some(e) => Err(e),
         // A write alone failed and its transaction was rolled back.
         None if conn.is_autocommit() => Ok(()),
         None => exec(conn, loc, "COMMIT", "committing"),
     };
-    if ended.is_err() {
+    if result.is_err() {
         if let Err(e) = roll_back_open(conn) {
             tracing::warn!(store = %loc, error = %e, "rolling back a failed batch failed");
         }
     }
-    for d in done {
-        d.finish(ended.as_ref().map(|_| ()));
-    }
+    Ended { done, result }
 }
 
 /// What became of one write.
@@ -595,6 +643,29 @@ mod tests {
             .unwrap()
             .len();
         assert!(wal < 24 << 20, "the WAL grew to {wal} bytes");
+    }
+
+    #[tokio::test]
+    async fn a_checkpoint_takes_lone_writes_off_their_callers_thread_only_while_it_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Writer::start(open(dir.path()), "w.db".into(), Some(BUSY)).unwrap();
+        // Four checkpoints' worth, back to back. A write that finds the thread checkpointing
+        // waits for it there; the next one runs inline again (no window of shared batches).
+        let mut sent = 0;
+        for _ in 0..CHECKPOINT_EVERY * 4 {
+            if writer.write(insert).await.unwrap() == WRITER_THREAD {
+                sent += 1;
+            }
+        }
+        assert!(
+            sent <= 8,
+            "{sent} of the lone writes went to the writer thread"
+        );
+        // And the checkpoints ran: the WAL holds no more than the writes since the last one.
+        let wal = std::fs::metadata(dir.path().join("w.db-wal"))
+            .unwrap()
+            .len();
+        assert!(wal < 8 << 20, "the WAL grew to {wal} bytes");
     }
 
     // Holding the connection while another read or write waits is what is tested.
