@@ -30,7 +30,8 @@
 //! lone caller's write costs what the SQL costs. Once two writes meet (one finds another in
 //! progress, or the thread takes several at once), every write goes to the writer thread for
 //! 50 ms, so concurrent writes share its transactions. Checkpoints of the WAL always run on the
-//! writer thread (SQLite's automatic checkpoint is off on the write connection). Everything
+//! writer thread (SQLite's automatic checkpoint is off on the write connection); a write that
+//! finds one running waits for it there, and is no meeting. Everything
 //! else, and every write while others wait, goes to the writer thread; reads go to a reader
 //! thread with a connection of its own (WAL lets it read beside the writer's open
 //! transaction), so a tokio worker never waits on a lock, a busy file or a disk. A read sees
