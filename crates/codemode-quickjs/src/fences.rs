@@ -41,14 +41,19 @@ fn lang_of(info: &str) -> Result<Lang, NormalizeError> {
     }
 }
 
-/// The info string of a fence line: three or more backticks, then nothing or a word. A line
-/// such as ``` ``````; ``` (empty template literals) is code, not a fence.
+/// The info string of a fence line: three or more backticks, then nothing or a word without
+/// backticks (as in CommonMark), indented by spaces only. Lines such as ``` ``````; ``` or
+/// ``` ````x`; ``` (template literals) are code, not fences, and so is a line indented with
+/// a tab: that is how code is indented (the TypeScript stripper's output is), not Markdown.
 fn fence_marker(line: &str) -> Option<&str> {
     let t = line.trim_start();
+    let indent = &line[..line.len() - t.len()];
     let info = t.trim_start_matches('`');
     let word = info.trim_start();
-    let fence =
-        t.starts_with("```") && (word.is_empty() || word.starts_with(|c: char| c.is_alphabetic()));
+    let fence = t.starts_with("```")
+        && !indent.contains('\t')
+        && !info.contains('`')
+        && (word.is_empty() || word.starts_with(|c: char| c.is_alphabetic()));
     fence.then_some(info)
 }
 
@@ -165,6 +170,17 @@ mod tests {
     fn a_line_of_empty_template_literals_is_code_not_a_fence() {
         let e = extract("f(a);\n``````;\nreturn 1").unwrap();
         assert_eq!(e.code, "f(a);\n``````;\nreturn 1");
+    }
+
+    #[test]
+    fn tab_indented_backticks_and_backticks_in_the_info_are_code_not_fences() {
+        let code = "function f(a) {\n\t\t```ts\n```;\n}\n";
+        assert_eq!(extract(code).unwrap().code, code);
+        let code = "f(`a\n````x`);\nreturn 1";
+        assert_eq!(extract(code).unwrap().code, code);
+        // Indented by spaces, as inside a Markdown list, it is still a fence.
+        let e = extract("Steps:\n   ```js\n   return 1\n   ```\n").unwrap();
+        assert_eq!(e.code, "   return 1\n");
     }
 
     #[test]

@@ -167,3 +167,13 @@ fn a_line_of_empty_template_literals_normalises_again() {
     let again = normalize(&first.source, 1_000_000);
     assert!(again.is_ok(), "{:?} from {}", again.err(), first.source);
 }
+
+/// Found by the same property: a multi-line template literal the TypeScript stripper indents
+/// with tabs put ```` ```ts ```` at the start of a line, which read as an unclosed fence the
+/// second time.
+#[test]
+fn a_tab_indented_line_of_backticks_normalises_again() {
+    let first = normalize("function f(a: number): string {```ts\n```}", 1_000_000).unwrap();
+    let again = normalize(&first.source, 1_000_000);
+    assert!(again.is_ok(), "{:?} from {}", again.err(), first.source);
+}
