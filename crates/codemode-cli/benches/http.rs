@@ -10,7 +10,12 @@
 //! of each block are not counted, so each block measures its steady state). The loaded column
 //! is printed beside the quiet one, with their ratio.
 //!
-//! `CODEMODE_BENCH_N` sets the samples per case and mode (default 300).
+//! Last, quiet, it runs trivial code in chunks of 250 runs, taking turns between servers, and
+//! prints the CPU time each server spent per run (every thread, from `/proc`): a figure a
+//! busy machine disturbs less than a latency.
+//!
+//! `CODEMODE_BENCH_N` sets the samples per case and mode (default 300);
+//! `CODEMODE_BENCH_CPU_CHUNKS` the chunks of 250 trivial runs per server (default 8).
 //! `CODEMODE_BENCH_BASELINE=/path/to/an/older/codemode` also starts that build and takes every
 //! sample from both servers in the same round (alternating which goes first), so the
 //! columns share the machine's state at every moment; the last columns are new / baseline.
@@ -76,7 +81,7 @@ fn pause_then_approve(c: &mut KeepAlive, code: &str) -> (Duration, Duration) {
 
 /// One server under measurement, its client and its samples.
 struct Subject {
-    _server: common::Server,
+    server: common::Server,
     client: KeepAlive,
     cases: Vec<Case>,
 }
@@ -107,7 +112,7 @@ impl Subject {
             Case::new("  the same with new code each time"),
         ]);
         Subject {
-            _server: server,
+            server,
             client,
             cases,
         }
@@ -207,6 +212,45 @@ fn otlp_sink() -> String {
     base
 }
 
+/// The CPU time all threads of process `pid` have run so far, in nanoseconds (threads that
+/// have ended are not counted; 0 if it cannot be read).
+fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Runs trivial code in chunks, taking turns between the servers, on a quiet machine;
+/// returns each server's CPU time per run.
+fn cpu_per_trivial_run(subjects: &mut [Subject], chunks: usize) -> Vec<Duration> {
+    const CHUNK: usize = 250;
+    let n = subjects.len();
+    let mut spent = vec![0u64; n];
+    for chunk in 0..chunks {
+        for k in 0..n {
+            let i = (chunk + k) % n;
+            let subject = &mut subjects[i];
+            let pid = subject.server.child.id();
+            let before = cpu_ns(pid);
+            for _ in 0..CHUNK {
+                let out = subject.client.run("async () => 1");
+                assert_eq!(out["status"], "completed", "{out}");
+            }
+            spent[i] += cpu_ns(pid).saturating_sub(before);
+        }
+    }
+    let runs = (chunks * CHUNK).max(1) as u64;
+    spent
+        .into_iter()
+        .map(|ns| Duration::from_nanos(ns / runs))
+        .collect()
+}
+
 fn main() {
     let iterations: usize = load::env_number("CODEMODE_BENCH_N", 300);
     let dir = tempfile::tempdir().unwrap();
@@ -291,6 +335,26 @@ fn main() {
                 r(ol, oq),
                 r(oq, q),
                 r(ol, l)
+            );
+        }
+        println!();
+    }
+
+    let chunks: usize = load::env_number("CODEMODE_BENCH_CPU_CHUNKS", 8);
+    if chunks > 0 {
+        let cpu = cpu_per_trivial_run(&mut subjects, chunks);
+        print!(
+            "server CPU per `async () => 1` (every thread, quiet, {} runs each): {} {}",
+            chunks * 250,
+            labels[0],
+            ms(cpu[0])
+        );
+        for (label, theirs) in labels.iter().zip(&cpu).skip(1) {
+            print!(
+                ", {label} {} ({label}/{} {:.2})",
+                ms(*theirs),
+                labels[0],
+                r(*theirs, cpu[0])
             );
         }
         println!();
