@@ -225,10 +225,12 @@ fn cpu_ns(pid: u32) -> u64 {
         .sum()
 }
 
+/// Trivial runs a server makes in one turn of the CPU measurement.
+const CPU_CHUNK: usize = 250;
+
 /// Runs trivial code in chunks, taking turns between the servers, on a quiet machine;
 /// returns each server's CPU time per run.
 fn cpu_per_trivial_run(subjects: &mut [Subject], chunks: usize) -> Vec<Duration> {
-    const CHUNK: usize = 250;
     let n = subjects.len();
     let mut spent = vec![0u64; n];
     for chunk in 0..chunks {
@@ -237,14 +239,14 @@ fn cpu_per_trivial_run(subjects: &mut [Subject], chunks: usize) -> Vec<Duration>
             let subject = &mut subjects[i];
             let pid = subject.server.child.id();
             let before = cpu_ns(pid);
-            for _ in 0..CHUNK {
+            for _ in 0..CPU_CHUNK {
                 let out = subject.client.run("async () => 1");
                 assert_eq!(out["status"], "completed", "{out}");
             }
             spent[i] += cpu_ns(pid).saturating_sub(before);
         }
     }
-    let runs = (chunks * CHUNK).max(1) as u64;
+    let runs = (chunks * CPU_CHUNK).max(1) as u64;
     spent
         .into_iter()
         .map(|ns| Duration::from_nanos(ns / runs))
@@ -345,7 +347,7 @@ fn main() {
         let cpu = cpu_per_trivial_run(&mut subjects, chunks);
         print!(
             "server CPU per `async () => 1` (every thread, quiet, {} runs each): {} {}",
-            chunks * 250,
+            chunks * CPU_CHUNK,
             labels[0],
             ms(cpu[0])
         );

@@ -362,10 +362,7 @@ fn serve(queue: &mpsc::Receiver<Msg>, conn: &Mutex<Connection>, loc: &str, share
         let first = match first {
             Msg::Write(job) => job,
             Msg::Checkpoint => {
-                if shared.since_checkpoint.load(Ordering::SeqCst) >= CHECKPOINT_EVERY {
-                    shared.since_checkpoint.store(0, Ordering::SeqCst);
-                    checkpoint(&lock(conn), loc, shared);
-                }
+                checkpoint_if_due(conn, loc, shared);
                 continue;
             }
         };
@@ -394,11 +391,16 @@ fn serve(queue: &mpsc::Receiver<Msg>, conn: &Mutex<Connection>, loc: &str, share
         for transaction in ended {
             transaction.answer();
         }
-        let since = shared.since_checkpoint.fetch_add(written, Ordering::SeqCst) + written;
-        if since >= CHECKPOINT_EVERY {
-            shared.since_checkpoint.store(0, Ordering::SeqCst);
-            checkpoint(&lock(conn), loc, shared);
-        }
+        shared.since_checkpoint.fetch_add(written, Ordering::SeqCst);
+        checkpoint_if_due(conn, loc, shared);
+    }
+}
+
+/// Checkpoints once [`CHECKPOINT_EVERY`] writes have passed since the last checkpoint.
+fn checkpoint_if_due(conn: &Mutex<Connection>, loc: &str, shared: &Shared) {
+    if shared.since_checkpoint.load(Ordering::SeqCst) >= CHECKPOINT_EVERY {
+        shared.since_checkpoint.store(0, Ordering::SeqCst);
+        checkpoint(&lock(conn), loc, shared);
     }
 }
 
