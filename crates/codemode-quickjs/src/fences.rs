@@ -42,29 +42,30 @@ fn lang_of(info: &str) -> Result<Lang, NormalizeError> {
 }
 
 /// The info string of a fence line: three or more backticks, then nothing or a word without
-/// backticks (as in CommonMark), indented by spaces only. Lines such as ``` ``````; ``` or
-/// ``` ````x`; ``` (template literals) are code, not fences, and so is a line indented with
-/// a tab: that is how code is indented (the TypeScript stripper's output is), not Markdown.
-fn fence_marker(line: &str) -> Option<&str> {
+/// backticks (as in CommonMark). Lines such as ``` ``````; ``` or ``` ````x`; ``` (template
+/// literals) are code, not fences. Unless `tabs`, so is a line indented with a tab: that is
+/// how code is indented (the TypeScript stripper's output is), not Markdown.
+fn fence_marker(line: &str, tabs: bool) -> Option<&str> {
     let t = line.trim_start();
     let indent = &line[..line.len() - t.len()];
     let info = t.trim_start_matches('`');
     let word = info.trim_start();
     let fence = t.starts_with("```")
-        && !indent.contains('\t')
+        && (tabs || !indent.contains('\t'))
         && !info.contains('`')
         && (word.is_empty() || word.starts_with(|c: char| c.is_alphabetic()));
     fence.then_some(info)
 }
 
-/// Finds the fenced blocks, each with its info string and the byte range of its body.
-fn blocks(input: &str) -> Vec<Block> {
+/// Finds the fenced blocks, each with its info string and the byte range of its body; with
+/// `tabs`, fence lines may be indented with tabs.
+fn blocks(input: &str, tabs: bool) -> Vec<Block> {
     let mut out = Vec::new();
     let mut open: Option<(String, usize, usize)> = None;
     let mut pos = 0;
     for (index, raw) in input.split_inclusive('\n').enumerate() {
         let line = raw.trim_end_matches(['\n', '\r']);
-        if let Some(info) = fence_marker(line) {
+        if let Some(info) = fence_marker(line, tabs) {
             match open.take() {
                 None => open = Some((info.trim().to_string(), pos + raw.len(), index + 1)),
                 Some((lang, start, first)) => out.push(Block {
@@ -91,7 +92,7 @@ fn blocks(input: &str) -> Vec<Block> {
 /// Strips Markdown fences: the whole input fenced, or a single fenced block inside prose.
 pub fn extract(input: &str) -> Result<Extracted<'_>, NormalizeError> {
     let starts_fenced = input.trim_start().starts_with("```");
-    let has_fence_line = input.split('\n').any(|l| fence_marker(l).is_some());
+    let has_fence_line = input.split('\n').any(|l| fence_marker(l, false).is_some());
     if !starts_fenced && !has_fence_line {
         return Ok(Extracted {
             code: input,
@@ -99,7 +100,9 @@ pub fn extract(input: &str) -> Result<Extracted<'_>, NormalizeError> {
             lang: Lang::Unknown,
         });
     }
-    let found = blocks(input);
+    // An input that starts with a fence is Markdown throughout: its fences may be indented
+    // with tabs.
+    let found = blocks(input, starts_fenced);
     let chosen = if starts_fenced || found.len() == 1 {
         found.first()
     } else {
@@ -178,9 +181,12 @@ mod tests {
         assert_eq!(extract(code).unwrap().code, code);
         let code = "f(`a\n````x`);\nreturn 1";
         assert_eq!(extract(code).unwrap().code, code);
-        // Indented by spaces, as inside a Markdown list, it is still a fence.
+        // Indented by spaces, as inside a Markdown list, it is still a fence; and so is one
+        // indented by a tab in an input that starts with a fence.
         let e = extract("Steps:\n   ```js\n   return 1\n   ```\n").unwrap();
         assert_eq!(e.code, "   return 1\n");
+        let e = extract("\t```js\n\treturn 1\n\t```\n").unwrap();
+        assert_eq!(e.code, "\treturn 1\n");
     }
 
     #[test]
