@@ -233,6 +233,12 @@ impl KeepAlive {
         }
     }
 
+    /// Makes every later answer fail instead of waiting longer than `limit` for it.
+    pub fn timeout(self, limit: std::time::Duration) -> KeepAlive {
+        self.writer.set_read_timeout(Some(limit)).unwrap();
+        self
+    }
+
     /// `POST path` with a JSON body; the JSON answer.
     pub fn post(&mut self, path: &str, body: &serde_json::Value) -> serde_json::Value {
         let body = body.to_string();
