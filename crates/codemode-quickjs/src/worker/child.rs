@@ -149,7 +149,12 @@ fn serve() -> io::Result<()> {
     }
 }
 
-fn pass_loop(jobs: &Receiver<Job>, output: &Arc<Output>, replies: &Arc<Replies>, options: &Arc<QuickJsOptions>) {
+fn pass_loop(
+    jobs: &Receiver<Job>,
+    output: &Arc<Output>,
+    replies: &Arc<Replies>,
+    options: &Arc<QuickJsOptions>,
+) {
     let cache = Arc::new(CodeCache::default());
     let mut namespaces: Vec<Namespace> = Vec::new();
     let host: Arc<dyn Host> = Arc::new(ChannelHost {
@@ -160,7 +165,10 @@ fn pass_loop(jobs: &Receiver<Job>, output: &Arc<Output>, replies: &Arc<Replies>,
         let (code, cancel) = match job {
             Job::Probe => {
                 let (socket, open, fork) = confine::probe();
-                if output.send(&FromChild::Probed { socket, open, fork }).is_err() {
+                if output
+                    .send(&FromChild::Probed { socket, open, fork })
+                    .is_err()
+                {
                     std::process::exit(1);
                 }
                 continue;
@@ -178,7 +186,14 @@ fn pass_loop(jobs: &Receiver<Job>, output: &Arc<Output>, replies: &Arc<Replies>,
         };
         let (end, spent) = run_one(code, &namespaces, &host, cancel, options, &cache);
         replies.reset();
-        if output.send(&FromChild::Done { end: end.0.into(), spent }).is_err() || spent {
+        if output
+            .send(&FromChild::Done {
+                end: end.0.into(),
+                spent,
+            })
+            .is_err()
+            || spent
+        {
             std::process::exit(0);
         }
         if let Some((slot, clean)) = end.1 {
@@ -268,7 +283,11 @@ impl Host for ChannelHost {
     }
 
     fn console(&self, line: &str) {
-        if self.output.send(&FromChild::Console(line.to_string())).is_err() {
+        if self
+            .output
+            .send(&FromChild::Console(line.to_string()))
+            .is_err()
+        {
             std::process::exit(1);
         }
     }

@@ -24,9 +24,15 @@ pub(crate) struct Confined {
 #[cfg(target_os = "linux")]
 const ALLOWED: &[(i64, &str)] = &[
     (libc::SYS_read, "frames from the parent (fd 0 only)"),
-    (libc::SYS_write, "frames to the parent, panics (fds 1 and 2 only)"),
+    (
+        libc::SYS_write,
+        "frames to the parent, panics (fds 1 and 2 only)",
+    ),
     (libc::SYS_futex, "locks, channels, parking between threads"),
-    (libc::SYS_mmap, "memory: allocator and sandbox arena (never executable)"),
+    (
+        libc::SYS_mmap,
+        "memory: allocator and sandbox arena (never executable)",
+    ),
     (libc::SYS_munmap, "memory"),
     (libc::SYS_mremap, "memory"),
     (libc::SYS_mprotect, "memory (never executable)"),
@@ -38,13 +44,22 @@ const ALLOWED: &[(i64, &str)] = &[
     (libc::SYS_sched_yield, "spinning locks"),
     (libc::SYS_rt_sigreturn, "signal delivery"),
     (libc::SYS_rt_sigprocmask, "signal masks (thread exit)"),
-    (libc::SYS_sigaltstack, "the stack-overflow handler's stack (thread exit)"),
+    (
+        libc::SYS_sigaltstack,
+        "the stack-overflow handler's stack (thread exit)",
+    ),
     (libc::SYS_getrandom, "hash seeds, Math.random"),
-    (libc::SYS_close, "closing nothing new: only what existed before"),
+    (
+        libc::SYS_close,
+        "closing nothing new: only what existed before",
+    ),
     (libc::SYS_exit, "a thread's end"),
     (libc::SYS_exit_group, "the process's end"),
     (libc::SYS_gettid, "lowering the pass thread's priority"),
-    (libc::SYS_setpriority, "lowering the pass thread's priority during a long pass"),
+    (
+        libc::SYS_setpriority,
+        "lowering the pass thread's priority during a long pass",
+    ),
     (libc::SYS_getpriority, "the pass thread's priority"),
 ];
 
@@ -62,7 +77,9 @@ fn filter() -> Result<seccompiler::BpfProgram, String> {
     let not_exec = |arg: u8| -> Result<Vec<SeccompRule>, String> {
         let cond = Cond::new(arg, Len::Dword, Op::MaskedEq(libc::PROT_EXEC as u64), 0)
             .map_err(|e| e.to_string())?;
-        Ok(vec![SeccompRule::new(vec![cond]).map_err(|e| e.to_string())?])
+        Ok(vec![
+            SeccompRule::new(vec![cond]).map_err(|e| e.to_string())?
+        ])
     };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (call, _) in ALLOWED {
@@ -81,7 +98,9 @@ fn filter() -> Result<seccompiler::BpfProgram, String> {
         arch,
     )
     .map_err(|e| e.to_string())?;
-    filter.try_into().map_err(|e: seccompiler::BackendError| e.to_string())
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())
 }
 
 /// The address space the process holds now, in bytes.

@@ -33,7 +33,10 @@ pub struct WorkerCommand {
 
 impl WorkerCommand {
     /// `program` with `args`.
-    pub fn new(program: impl Into<PathBuf>, args: impl IntoIterator<Item = impl Into<OsString>>) -> Self {
+    pub fn new(
+        program: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Self {
         WorkerCommand {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),

@@ -174,7 +174,10 @@ async fn run(
 ) -> ExecuteResult {
     let wall_time = Duration::from_millis(shared.limits.wall_time_ms);
     let kill_at = Instant::now() + wall_time + shared.process.kill_grace;
-    let log_cap = shared.limits.max_console_bytes.saturating_add(CONSOLE_SLACK);
+    let log_cap = shared
+        .limits
+        .max_console_bytes
+        .saturating_add(CONSOLE_SLACK);
     let Some(proc) = lease.proc() else {
         return failed("no sandbox process", Vec::new());
     };

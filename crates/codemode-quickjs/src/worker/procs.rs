@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::protocol::{encode, FromChild, FrameReader, Limits, ToChild};
+use super::protocol::{encode, FrameReader, FromChild, Limits, ToChild};
 use super::{ProcessOptions, SandboxStartError};
 
 /// One sandbox process.
@@ -65,7 +65,9 @@ impl Proc {
 pub(crate) fn describe_exit(status: Option<ExitStatus>) -> String {
     match status {
         Some(s) => match (s.signal(), s.code()) {
-            (Some(9), _) => "killed by signal 9, SIGKILL: the system may have run out of memory".into(),
+            (Some(9), _) => {
+                "killed by signal 9, SIGKILL: the system may have run out of memory".into()
+            }
             (Some(sig), _) => format!("killed by signal {sig}"),
             (None, Some(code)) => format!("exited with code {code}"),
             (None, None) => "ended".into(),
@@ -235,7 +237,8 @@ impl Shared {
     /// Prunes idle processes every so often while the executor lives.
     pub(crate) fn start_reaper(self: &Arc<Self>) {
         let weak: Weak<Shared> = Arc::downgrade(self);
-        let every = (self.process.idle_timeout / 2).clamp(Duration::from_millis(10), Duration::from_secs(5));
+        let every = (self.process.idle_timeout / 2)
+            .clamp(Duration::from_millis(10), Duration::from_secs(5));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;

@@ -110,9 +110,12 @@ pub async fn process_executor(
         env!("CARGO_BIN_EXE_codemode-sandbox"),
         Vec::<String>::new(),
     );
-    codemode_quickjs::ProcessExecutor::start(options, tune(codemode_quickjs::ProcessOptions::new(command)))
-        .await
-        .expect("the sandbox processes start")
+    codemode_quickjs::ProcessExecutor::start(
+        options,
+        tune(codemode_quickjs::ProcessOptions::new(command)),
+    )
+    .await
+    .expect("the sandbox processes start")
 }
 
 /// Runs `code` on any executor with `host` and the test namespaces.
