@@ -21,6 +21,19 @@ mod protocol;
 pub use child::run_worker;
 pub use parent::ProcessExecutor;
 
+/// The hidden first argument that makes a program a sandbox process ([`run_worker_if_asked`],
+/// [`WorkerCommand::current_exe`]).
+pub const WORKER_ARG: &str = "__sandbox-worker";
+
+/// Runs this process as a sandbox process, never returning, if its first argument is
+/// [`WORKER_ARG`]; returns at once otherwise. Call it first thing in `main`, before any
+/// async runtime or thread starts.
+pub fn run_worker_if_asked() {
+    if std::env::args_os().nth(1).is_some_and(|a| a == WORKER_ARG) {
+        run_worker()
+    }
+}
+
 /// The command that starts one sandbox process: a program that calls [`run_worker`] when
 /// given these arguments (for instance the server's own executable and a hidden argument).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +54,11 @@ impl WorkerCommand {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
         }
+    }
+
+    /// This executable with [`WORKER_ARG`] (its `main` calls [`run_worker_if_asked`]).
+    pub fn current_exe() -> std::io::Result<Self> {
+        Ok(WorkerCommand::new(std::env::current_exe()?, [WORKER_ARG]))
     }
 }
 
