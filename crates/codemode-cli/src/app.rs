@@ -2,12 +2,14 @@
 
 use crate::config::{self, StoreUrl};
 use anyhow::{Context, Result};
-use codemode::{Runtime, Store};
+use codemode::{Executor, Runtime, Store};
 use codemode_demo as demo;
 use codemode_mcp::{McpConfig, McpTransport};
 use codemode_openapi::OpenApiConfig;
-use codemode_quickjs::{QuickJsExecutor, QuickJsOptions};
-use codemode_server::config::{Config, DEFAULT_LISTEN, DEFAULT_STORE};
+use codemode_quickjs::{
+    ProcessExecutor, ProcessOptions, QuickJsExecutor, QuickJsOptions, WorkerCommand,
+};
+use codemode_server::config::{Config, Isolation, DEFAULT_LISTEN, DEFAULT_STORE};
 pub use codemode_server::text::shell_word as quote;
 use codemode_sqlite::SqliteStore;
 use std::net::SocketAddr;
@@ -204,18 +206,24 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
     })
 }
 
-/// The QuickJS executor with the settings' limits. Passes run on the tokio worker that
-/// handles the request (main.rs gives workers room for the sandbox's stack): a request then
-/// costs no thread hand-off, and a pass still ends at its time limit.
-pub fn executor(settings: &Settings) -> QuickJsExecutor {
-    let mut options = QuickJsOptions::default().with_caller_thread(true);
+/// The executor with the settings' limits: by default sandbox processes of this program,
+/// killed at the deadline; with `[sandbox] isolation = "thread"`, passes on the tokio workers.
+pub async fn executor(settings: &Settings) -> Result<Arc<dyn Executor>> {
+    let mut options = QuickJsOptions::default();
     if let Some(ms) = settings.timeout_ms {
         options = options.with_wall_time(Duration::from_millis(ms));
     }
     if let Some(mb) = settings.memory_mb {
         options = options.with_memory_limit((mb as usize).saturating_mul(1024 * 1024));
     }
-    QuickJsExecutor::new(options)
+    if settings.config.sandbox.isolation == Isolation::Thread {
+        return Ok(Arc::new(QuickJsExecutor::new(
+            options.with_caller_thread(true),
+        )));
+    }
+    let command = WorkerCommand::current_exe().context("cannot find this program")?;
+    let start = ProcessExecutor::start(options, ProcessOptions::new(command)).await;
+    Ok(Arc::new(start.context("[sandbox] isolation = \"process\": sandbox processes cannot start; isolation = \"thread\" runs passes in this process")?))
 }
 
 /// Opens the store, starts the connectors and builds the runtime.
@@ -225,7 +233,7 @@ pub async fn build(settings: &Settings) -> Result<App> {
     let workspace = section
         .open(store.clone())
         .context("[workspace] in codemode.toml")?;
-    let mut builder = Runtime::builder(store, Arc::new(executor(settings)));
+    let mut builder = Runtime::builder(store, executor(settings).await?);
     if let Some(carrier) = codemode_server::telemetry::carrier() {
         builder = builder.trace_carrier(carrier);
     }

@@ -5,6 +5,8 @@ use codemode_cli::cli;
 use codemode_server::telemetry;
 
 fn main() -> std::process::ExitCode {
+    // A sandbox process of this program (see `app::executor`) runs nothing else.
+    codemode_quickjs::worker::run_worker_if_asked();
     let args = cli::Cli::parse();
     // Log lines, and OpenTelemetry traces when an OTLP endpoint is set; kept until exit.
     let config = args.common.config.as_deref();

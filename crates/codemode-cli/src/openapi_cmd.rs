@@ -5,7 +5,6 @@ use anyhow::{Context, Result};
 use codemode::Runtime;
 use codemode_openapi::{AuthConfig, OpenApiConfig, OpenApiConnector};
 use codemode_server::openapi_mcp::{spec_connectors, OpenApiMcp};
-use std::sync::Arc;
 
 /// Flags of `codemode openapi`.
 #[derive(Debug, Clone, clap::Args)]
@@ -48,12 +47,13 @@ pub async fn run(common: &CommonArgs, args: &OpenApiArgs) -> Result<()> {
         .with_context(|| format!("cannot read the document {}", args.spec))?;
     progress.done();
     let (store, _, _, _) = app::open_store(&settings).await?;
-    let search = Runtime::builder(store.clone(), Arc::new(app::executor(&settings)))
+    let executor = app::executor(&settings).await?;
+    let search = Runtime::builder(store.clone(), executor.clone())
         .name("openapi-search")
         .connector(apis.search)
         .build()
         .context("cannot build the search runtime")?;
-    let execute = Runtime::builder(store, Arc::new(app::executor(&settings)))
+    let execute = Runtime::builder(store, executor)
         .name("openapi-execute")
         .connector(apis.execute)
         .build()

@@ -30,9 +30,13 @@ mod slot;
 mod stack;
 mod turns;
 pub mod values;
+pub mod worker;
 
 pub use error::{NamespaceError, NormalizeError};
 pub use executor::QuickJsExecutor;
 pub use globals::{check_namespaces, RESERVED_GLOBALS};
 pub use normalize::{normalize, Normalized};
 pub use options::QuickJsOptions;
+pub use worker::{
+    run_worker, ProbeReport, ProcessExecutor, ProcessOptions, SandboxStartError, WorkerCommand,
+};

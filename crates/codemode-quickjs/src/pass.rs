@@ -244,6 +244,17 @@ fn wait_for_reply(
     }
 }
 
+/// How a pass stopped at its time limit fails (the runtime reads it as a timeout).
+pub(crate) fn time_limit_message(wall_time: Duration) -> String {
+    format!(
+        "Time limit: the code ran for more than {} ms and was stopped. Make fewer or smaller calls, avoid busy loops, and return sooner.",
+        wall_time.as_millis()
+    )
+}
+
+/// How a pass stopped by a cancel fails.
+pub(crate) const CANCELLED_MESSAGE: &str = "The execution was cancelled by the caller.";
+
 fn failed(message: impl Into<String>, logs: Vec<String>) -> ExecuteResult {
     ExecuteResult {
         end: PassEnd::Failed(message.into()),
@@ -501,11 +512,8 @@ impl Driver<'_> {
         match self.stop.get() {
             Stop::Running => None,
             Stop::Aborted => Some(PassEnd::Aborted),
-            Stop::Deadline => Some(limit(&format!(
-                "Time limit: the code ran for more than {} ms and was stopped. Make fewer or smaller calls, avoid busy loops, and return sooner.",
-                self.options.wall_time.as_millis()
-            ))),
-            Stop::Cancelled => Some(limit("The execution was cancelled by the caller.")),
+            Stop::Deadline => Some(limit(&time_limit_message(self.options.wall_time))),
+            Stop::Cancelled => Some(limit(CANCELLED_MESSAGE)),
             Stop::Memory => Some(limit(&format!(
                 "Memory limit: the code used more than {} MiB and was stopped. Work on smaller pieces of data, or ask the connectors to filter and page their results.",
                 self.options.memory_limit / (1024 * 1024)

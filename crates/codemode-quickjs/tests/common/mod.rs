@@ -100,3 +100,33 @@ pub fn failure(result: &ExecuteResult) -> String {
         other => panic!("expected a failure, got {other:?}"),
     }
 }
+
+/// A [`codemode_quickjs::ProcessExecutor`] on the crate's `codemode-sandbox` program.
+pub async fn process_executor(
+    options: QuickJsOptions,
+    tune: impl FnOnce(codemode_quickjs::ProcessOptions) -> codemode_quickjs::ProcessOptions,
+) -> codemode_quickjs::ProcessExecutor {
+    let command = codemode_quickjs::WorkerCommand::new(
+        env!("CARGO_BIN_EXE_codemode-sandbox"),
+        Vec::<String>::new(),
+    );
+    codemode_quickjs::ProcessExecutor::start(
+        options,
+        tune(codemode_quickjs::ProcessOptions::new(command)),
+    )
+    .await
+    .expect("the sandbox processes start")
+}
+
+/// Runs `code` on any executor with `host` and the test namespaces.
+pub async fn run_on(executor: &dyn Executor, code: &str, host: Arc<dyn Host>) -> ExecuteResult {
+    executor
+        .execute(
+            ExecuteRequest {
+                code: code.to_string(),
+                namespaces: namespaces(),
+            },
+            host,
+        )
+        .await
+}

@@ -66,6 +66,30 @@ pub struct Config {
     /// OpenTelemetry traces (off unless an endpoint is set).
     #[serde(default)]
     pub telemetry: TelemetrySection,
+    /// Where passes run: `[sandbox] isolation`.
+    #[serde(default)]
+    pub sandbox: SandboxSection,
+}
+
+/// `[sandbox]`: where passes run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// `process` (default): each pass in a confined sandbox process, killed at its deadline;
+    /// `thread`: in this process, on its threads.
+    #[serde(default)]
+    pub isolation: Isolation,
+}
+
+/// Where passes run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// In sandbox processes that can always be killed.
+    #[default]
+    Process,
+    /// On this process's threads.
+    Thread,
 }
 
 /// `[tool]`: the `codemode` tool as the model sees it.
