@@ -247,3 +247,36 @@ async fn a_trivial_pass_stays_quick_while_four_runaways_run() {
     }
     assert!(p50 < Duration::from_millis(50), "p50 {p50:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_grow_on_demand_and_idle_extras_end() {
+    let executor = Arc::new(
+        process_executor(QuickJsOptions::default(), |p| {
+            p.with_warm(1)
+                .with_max_processes(3)
+                .with_idle_timeout(Duration::from_millis(200))
+        })
+        .await,
+    );
+    let runs: Vec<_> = (0..5)
+        .map(|i| {
+            let executor = executor.clone();
+            tokio::spawn(async move {
+                let host = SlowHost::new();
+                run_on(
+                    &*executor,
+                    &format!("return (await tasks.get({{ms: 300, i: {i}}})).i"),
+                    host,
+                )
+                .await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(executor.processes(), 3, "grown to the most allowed");
+    for (i, run) in runs.into_iter().enumerate() {
+        assert_eq!(returned(&run.await.unwrap()), json!(i));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(executor.processes(), 1, "idle extras ended");
+}
