@@ -215,6 +215,73 @@
       },
     }.join;
     TypedProto.join = wrapped;
+    // With a comparator the engine sorts a typed array in C: once the interrupt stops the
+    // comparator, the C sort goes on comparing every remaining pair (seconds, for millions of
+    // elements) before it returns. Past NATIVE_SORT_LENGTH elements the sort is a merge sort
+    // here, which the interrupt stops at once: stable, the comparator's NaN counts as 0, and
+    // a comparator that throws leaves the array as it was, as the standard says.
+    const nativeSort = TypedProto.sort;
+    const nativeToSorted = TypedProto.toSorted;
+    const setFrom = TypedProto.set;
+    const typedTag = Object.getOwnPropertyDescriptor(TypedProto, Symbol.toStringTag).get;
+    const kinds = {};
+    for (const name of ["Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float16Array", "Float32Array", "Float64Array", "BigInt64Array", "BigUint64Array"]) {
+      if (typeof g[name] === "function") kinds[name] = g[name];
+    }
+    // A sorted copy of the first `length` elements of `array`, of the same kind: a top-down
+    // merge sort whose left halves are copied out to `spare` (half the length) and merged
+    // back, so it takes one and a half times the array's memory, as the engine's sort does.
+    function mergeSorted(array, length, comparefn) {
+      const Kind = kinds[apply(typedTag, array, [])];
+      const work = new Kind(length);
+      apply(setFrom, work, [apply(subarray, array, [0, length])]);
+      const spare = new Kind((length + 1) >>> 1);
+      function sortRange(low, high) {
+        if (high - low <= 8) {
+          for (let i = low + 1; i < high; i++) {
+            const x = work[i];
+            let j = i;
+            while (j > low && +comparefn(work[j - 1], x) > 0) {
+              work[j] = work[j - 1];
+              j--;
+            }
+            work[j] = x;
+          }
+          return;
+        }
+        const middle = low + ((high - low) >>> 1);
+        sortRange(low, middle);
+        sortRange(middle, high);
+        const left = middle - low;
+        apply(setFrom, spare, [apply(subarray, work, [low, middle])]);
+        let i = 0, j = middle, k = low;
+        while (i < left && j < high) {
+          const x = spare[i], y = work[j];
+          if (+comparefn(x, y) > 0) { work[k++] = y; j++; } else { work[k++] = x; i++; }
+        }
+        while (i < left) work[k++] = spare[i++];
+      }
+      sortRange(0, length);
+      return work;
+    }
+    const sorts = {
+      sort(comparefn) {
+        const length = apply(typedLength, this, []);
+        if (typeof comparefn !== "function" || length <= NATIVE_SORT_LENGTH) return apply(nativeSort, this, arguments);
+        const sorted = mergeSorted(this, length, comparefn);
+        // The comparator may have shrunk the array (a resizable buffer).
+        const now = apply(typedLength, this, []);
+        apply(setFrom, this, [now < length ? apply(subarray, sorted, [0, now]) : sorted]);
+        return this;
+      },
+      toSorted(comparefn) {
+        const length = apply(typedLength, this, []);
+        if (typeof comparefn !== "function" || length <= NATIVE_SORT_LENGTH) return apply(nativeToSorted, this, arguments);
+        return mergeSorted(this, length, comparefn);
+      },
+    };
+    TypedProto.sort = sorts.sort;
+    TypedProto.toSorted = sorts.toSorted;
   }
   {
     const nativeFrom = Array.from;
