@@ -396,7 +396,7 @@ fn bad_token_configurations_fail_at_start_without_showing_values() {
 }
 
 #[test]
-fn repeated_wrong_tokens_are_rate_limited() {
+fn repeated_wrong_tokens_are_rate_limited_and_the_right_token_is_still_admitted() {
     let dir = tempfile::tempdir().unwrap();
     let file = config(dir.path(), TOKENS);
     let server = serve(
@@ -408,16 +408,24 @@ fn repeated_wrong_tokens_are_rate_limited() {
     for _ in 0..10 {
         assert_eq!(call(base, Some("guess"), "GET", "/api/pending", "").0, 401);
     }
-    let auth = format!("Bearer {RUN}");
+    // The next wrong guess from this address is refused for a while...
     let (status, head, v) = request(
         base,
         "GET",
         "/api/pending",
-        &[("Authorization", &auth)],
+        &[("Authorization", "Bearer guess-again")],
         None,
     );
     assert_eq!(status, 429, "{v}");
     assert!(head.contains("retry-after:"), "{head}");
+    assert!(v["error"].as_str().unwrap().contains("wrong token"), "{v}");
+    // ...but the right token, from the same address, is checked and admitted.
+    for _ in 0..3 {
+        assert_eq!(call(base, Some(RUN), "GET", "/api/pending", "").0, 200);
+        assert_eq!(call(base, Some("guess"), "GET", "/api/pending", "").0, 429);
+    }
+    // A request without a token is told what is missing, not to wait.
+    assert_eq!(call(base, None, "GET", "/api/pending", "").0, 401);
     assert!(!server.stderr.lock().unwrap().contains("guess"));
 }
 

@@ -9,6 +9,7 @@ use crate::session::{self, Live, StderrTail};
 use async_trait::async_trait;
 use codemode::discovery::check_connector_name;
 use codemode::policy::{ApprovalPolicy, RevertRule, RevertSet, ToolOverride};
+use codemode::secrets::Secrets;
 use codemode::{CallContext, Connector, ToolError, ToolSpec};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService, Service, ServiceError};
@@ -19,8 +20,6 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
-/// What a secret is replaced with in results and errors.
-const REDACTED: &str = "[redacted]";
 /// A server that dies sooner than this after starting counts as a rapid death.
 const RAPID_DEATH: Duration = Duration::from_secs(2);
 /// After this many rapid deaths in a row, restarts wait for the next call.
@@ -44,8 +43,9 @@ struct Inner {
     rapid_deaths: AtomicU32,
     /// The child's environment, resolved once at connect.
     env: ChildEnv,
-    /// Secret values (bearer token, referenced variables) replaced by `[redacted]`.
-    secrets: Vec<String>,
+    /// Secret values (bearer token, referenced variables) replaced by `[redacted]` in every
+    /// form they may come back in (raw, percent-encoded, JSON-escaped, base64).
+    secrets: Secrets,
     warnings: Vec<String>,
     /// Whether a closed connection is started again (not for a client the host gave).
     restartable: bool,
@@ -216,8 +216,7 @@ impl McpConnector {
             .instructions
             .clone()
             .or_else(|| live.instructions.clone());
-        let mut secrets = origin.secrets;
-        secrets.retain(|s| !s.is_empty());
+        let secrets = Secrets::new(origin.secrets);
         let inner = Arc::new(Inner {
             originals: methods.originals,
             config,
@@ -353,32 +352,16 @@ async fn ensure_live(inner: &Arc<Inner>) -> Result<Arc<Live>, String> {
 }
 
 impl Inner {
-    fn scrub(&self, mut text: String) -> String {
-        for s in &self.secrets {
-            if text.contains(s.as_str()) {
-                text = text.replace(s.as_str(), REDACTED);
-            }
+    fn scrub(&self, text: String) -> String {
+        if self.secrets.is_empty() {
+            return text;
         }
-        text
+        self.secrets.scrub(&text)
     }
 
     /// Every string of `value` scrubbed (keys included).
     fn scrub_value(&self, value: Value) -> Value {
-        if self.secrets.is_empty() {
-            return value;
-        }
-        match value {
-            Value::String(s) => Value::String(self.scrub(s)),
-            Value::Array(items) => {
-                Value::Array(items.into_iter().map(|v| self.scrub_value(v)).collect())
-            }
-            Value::Object(map) => Value::Object(
-                map.into_iter()
-                    .map(|(k, v)| (self.scrub(k), self.scrub_value(v)))
-                    .collect(),
-            ),
-            other => other,
-        }
+        self.secrets.scrub_value(value)
     }
 
     async fn call(self: &Arc<Self>, method: &str, args: Value) -> Result<Value, ToolError> {

@@ -1,21 +1,23 @@
 //! Credentials: read from the environment once, applied to requests host-side, and scrubbed
-//! from anything that goes back to the sandbox, the log or the audit trail.
+//! from anything that goes back to the sandbox, the log or the audit trail, in every form an
+//! API may echo them in ([`codemode::secrets`]: raw, percent-encoded, JSON-escaped, base64).
 
 use crate::config::{ApiKeyLocation, AuthConfig};
 use crate::error::Cause;
 use base64::Engine;
+use codemode::secrets::Secrets;
 use serde_json::Value;
 use std::fmt;
 
 /// Shown in place of a secret.
-pub const REDACTED: &str = "[redacted]";
+pub use codemode::secrets::REDACTED;
 
 /// Resolved credentials; `Debug` never shows them.
 #[derive(Clone, Default)]
 pub struct Credentials {
     header: Option<(String, String)>,
     query: Option<(String, String)>,
-    secrets: Vec<String>,
+    secrets: Secrets,
 }
 
 impl fmt::Debug for Credentials {
@@ -41,12 +43,13 @@ impl Credentials {
     /// Reads the configured variables; a missing one is an error naming it.
     pub fn from_config(auth: Option<&AuthConfig>) -> Result<Credentials, Cause> {
         let mut c = Credentials::default();
+        let mut secrets = Vec::new();
         match auth {
             None => {}
             Some(AuthConfig::Bearer { token_env }) => {
                 let token = env(token_env, "bearer token")?;
                 c.header = Some(("Authorization".into(), format!("Bearer {token}")));
-                c.secrets.push(token);
+                secrets.push(token);
             }
             Some(AuthConfig::Basic {
                 username_env,
@@ -57,8 +60,9 @@ impl Credentials {
                 let encoded =
                     base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
                 c.header = Some(("Authorization".into(), format!("Basic {encoded}")));
-                c.secrets.push(encoded);
-                c.secrets.push(pass);
+                secrets.push(format!("{user}:{pass}"));
+                secrets.push(encoded);
+                secrets.push(pass);
             }
             Some(AuthConfig::ApiKey {
                 location,
@@ -70,11 +74,10 @@ impl Credentials {
                     ApiKeyLocation::Header => c.header = Some((name.clone(), key.clone())),
                     ApiKeyLocation::Query => c.query = Some((name.clone(), key.clone())),
                 }
-                c.secrets.push(key);
+                secrets.push(key);
             }
         }
-        // Longest first, so a secret containing another is scrubbed whole.
-        c.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        c.secrets = Secrets::new(secrets);
         Ok(c)
     }
 
@@ -101,34 +104,14 @@ impl Credentials {
         h || q
     }
 
-    /// `text` with every secret replaced.
+    /// `text` with every secret replaced, in every form it may be echoed in.
     pub fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in &self.secrets {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), REDACTED);
-            }
-        }
-        out
+        self.secrets.scrub(text)
     }
 
     /// `value` with every secret replaced in every string and key.
     pub fn scrub_value(&self, value: Value) -> Value {
-        if self.secrets.is_empty() {
-            return value;
-        }
-        match value {
-            Value::String(s) => Value::String(self.scrub(&s)),
-            Value::Array(items) => {
-                Value::Array(items.into_iter().map(|v| self.scrub_value(v)).collect())
-            }
-            Value::Object(map) => Value::Object(
-                map.into_iter()
-                    .map(|(k, v)| (self.scrub(&k), self.scrub_value(v)))
-                    .collect(),
-            ),
-            other => other,
-        }
+        self.secrets.scrub_value(value)
     }
 }
 
@@ -153,7 +136,7 @@ mod tests {
         let c = Credentials {
             header: Some(("X-Key".into(), "s3cr3t".into())),
             query: None,
-            secrets: vec!["s3cr3t".into()],
+            secrets: Secrets::new(["s3cr3t"]),
         };
         assert!(!format!("{c:?}").contains("s3cr3t"));
         assert_eq!(c.scrub("key=s3cr3t;"), "key=[redacted];");

@@ -125,7 +125,8 @@ impl Http {
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
         if !status.is_success() {
-            let text = String::from_utf8_lossy(&body);
+            // Scrubbed before it is cut, so no secret is left cut in two.
+            let text = creds.scrub(&String::from_utf8_lossy(&body));
             let mut quoted: String = text.chars().take(self.max_error_body).collect();
             if text.chars().count() > self.max_error_body {
                 quoted.push_str("… (cut)");

@@ -1,5 +1,6 @@
 //! Who is calling, and what they may do: named bearer tokens with roles, checked in front of
-//! the API and `/mcp`, with repeated failures from one peer rate limited.
+//! the API and `/mcp`. Repeated wrong tokens from one peer are refused with 429 for a while;
+//! a right token is always admitted, whatever its peer guessed before.
 //!
 //! Token values are kept only as SHA-256 digests and compared in constant time with the
 //! `subtle` crate: every configured digest is compared on every request, so a wrong token
@@ -145,27 +146,13 @@ impl Tokens {
 }
 
 /// Finds who calls (the `local` admin when no token is configured), refuses a missing or wrong
-/// token (401), a peer that failed too often (429), and a role without the route's right (403).
+/// token (401, or 429 once the peer guessed wrong too often), and a role without the route's
+/// right (403). A right token is always checked and admitted: only wrong guesses are limited,
+/// so nobody's guesses (not even the same address's) lock the token's holder out.
 pub async fn require_token(State(tokens): State<Tokens>, mut req: Request, next: Next) -> Response {
     let principal = if tokens.is_empty() {
         Principal::local()
     } else {
-        let peer = req
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip());
-        if let Some(wait) = tokens.failures.retry_after(peer) {
-            let mut resp = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "too many requests with a wrong token from this address; try again in {wait} s"
-                ),
-            )
-            .into_response();
-            resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(wait));
-            return resp;
-        }
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
@@ -173,20 +160,7 @@ pub async fn require_token(State(tokens): State<Tokens>, mut req: Request, next:
             .and_then(|v| v.strip_prefix("Bearer "));
         match given.and_then(|g| tokens.identify(g.trim())) {
             Some(p) => p,
-            None => {
-                // Only a token given and wrong is a guess; a request without one is not.
-                if given.is_some() {
-                    tokens.failures.fail(peer);
-                }
-                let mut resp = ApiError::new(
-                    StatusCode::UNAUTHORIZED,
-                    "missing or wrong bearer token (send it as Authorization: Bearer ...)",
-                )
-                .into_response();
-                resp.headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                return resp;
-            }
+            None => return refuse_token(&tokens, &req, given.is_some()),
         }
     };
     let need = need_for(req.method(), req.uri().path());
@@ -205,6 +179,38 @@ pub async fn require_token(State(tokens): State<Tokens>, mut req: Request, next:
     }
     req.extensions_mut().insert(principal);
     next.run(req).await
+}
+
+/// The answer to a request without a right token: 401, or 429 with `Retry-After` when its
+/// peer already guessed wrong too often. Only a token given and wrong counts as a guess.
+fn refuse_token(tokens: &Tokens, req: &Request, guessed: bool) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    if guessed {
+        if let Some(wait) = tokens.failures.retry_after(peer) {
+            let mut resp = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many wrong tokens from this address; a wrong token is refused for {wait} s more (a right one is still admitted)"
+                ),
+            )
+            .into_response();
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+            return resp;
+        }
+        tokens.failures.fail(peer);
+    }
+    let mut resp = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "missing or wrong bearer token (send it as Authorization: Bearer ...)",
+    )
+    .into_response();
+    resp.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    resp
 }
 
 /// `GET /api/whoami`: the caller's token name and role, and what the role allows.

@@ -14,7 +14,7 @@
 use axum::response::sse::Event;
 use codemode::{ExecutionStatus, Runtime, RuntimeEvent};
 use futures::stream::{self, Stream, StreamExt};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,6 +26,50 @@ pub const EVENT_HISTORY: usize = 4096;
 /// How many events a client may fall behind before it is dropped.
 pub const CLIENT_BUFFER: usize = 1024;
 
+/// Default event streams open at once (`limits.max_event_streams`).
+pub const DEFAULT_MAX_STREAMS: usize = 128;
+/// Default event streams open at once for one client: one token, or one address when no
+/// token is needed (`limits.max_event_streams_per_client`).
+pub const DEFAULT_MAX_STREAMS_PER_CLIENT: usize = 16;
+/// Seconds a refused stream's client is told to wait.
+pub const STREAM_RETRY_AFTER_SECONDS: u64 = 5;
+
+/// How many event streams may be open: in all, and for one client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// Streams open at once, every client together.
+    pub max_streams: usize,
+    /// Streams open at once for one client.
+    pub max_per_client: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            max_streams: DEFAULT_MAX_STREAMS,
+            max_per_client: DEFAULT_MAX_STREAMS_PER_CLIENT,
+        }
+    }
+}
+
+/// Why a stream was not opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamRefused {
+    /// Every client together has `limits.max_event_streams` open (answered 503).
+    Full(usize),
+    /// This client has `limits.max_event_streams_per_client` open (answered 429).
+    ClientFull(usize),
+}
+
+impl std::fmt::Display for StreamRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamRefused::Full(n) => write!(f, "the server has {n} event streams open, its limit (limits.max_event_streams); close one or try again in {STREAM_RETRY_AFTER_SECONDS} s"),
+            StreamRefused::ClientFull(n) => write!(f, "this client has {n} event streams open, its limit (limits.max_event_streams_per_client); close one (one stream carries every execution's events) or try again in {STREAM_RETRY_AFTER_SECONDS} s"),
+        }
+    }
+}
+
 /// One numbered event.
 type Numbered = (u64, Arc<RuntimeEvent>);
 
@@ -34,6 +78,9 @@ pub struct EventLog {
     history: Mutex<History>,
     live: broadcast::Sender<Numbered>,
     clients: AtomicUsize,
+    limits: StreamLimits,
+    /// Open streams by client.
+    by_client: Mutex<HashMap<String, usize>>,
 }
 
 #[derive(Default)]
@@ -65,8 +112,13 @@ impl Filter {
 }
 
 impl EventLog {
-    /// An event log fed by every event of `runtime` from now on.
+    /// An event log fed by every event of `runtime` from now on, with the default limits.
     pub fn start(runtime: &Runtime) -> Arc<EventLog> {
+        EventLog::start_with(runtime, StreamLimits::default())
+    }
+
+    /// An event log fed by every event of `runtime` from now on, its streams within `limits`.
+    pub fn start_with(runtime: &Runtime, limits: StreamLimits) -> Arc<EventLog> {
         let log = Arc::new(EventLog {
             history: Mutex::new(History {
                 next: 1,
@@ -74,6 +126,8 @@ impl EventLog {
             }),
             live: broadcast::channel(CLIENT_BUFFER).0,
             clients: AtomicUsize::new(0),
+            limits,
+            by_client: Mutex::new(HashMap::new()),
         });
         let feed = Arc::downgrade(&log);
         runtime.observe(move |event| {
@@ -150,15 +204,35 @@ impl EventLog {
             .map_or(now, |(at, _)| at - 1)
     }
 
-    /// The stream of events `filter` wants after `after` (`None`: see [`Self::start_of`]).
+    /// A place for one more stream of `client`, within the limits.
+    pub fn open(self: &Arc<Self>, client: &str) -> Result<StreamPlace, StreamRefused> {
+        let mut by_client = self.by_client.lock().unwrap_or_else(|e| e.into_inner());
+        if self.clients.load(Ordering::SeqCst) >= self.limits.max_streams {
+            return Err(StreamRefused::Full(self.limits.max_streams));
+        }
+        let mine = by_client.entry(client.to_string()).or_insert(0);
+        if *mine >= self.limits.max_per_client {
+            return Err(StreamRefused::ClientFull(self.limits.max_per_client));
+        }
+        *mine += 1;
+        self.clients.fetch_add(1, Ordering::SeqCst);
+        Ok(StreamPlace {
+            log: self.clone(),
+            client: client.to_string(),
+        })
+    }
+
+    /// The stream of events `filter` wants after `after` (`None`: see [`Self::start_of`]),
+    /// holding `place` while it is open.
     pub fn stream(
         self: &Arc<Self>,
         filter: Filter,
         after: Option<u64>,
+        place: StreamPlace,
     ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
         let after = after.unwrap_or_else(|| self.start_of(&filter));
         let (missed, live) = self.follow(after);
-        let client = Client::new(self.clone());
+        let client = place;
         let first = match missed {
             Some(events) => events
                 .into_iter()
@@ -190,19 +264,22 @@ impl EventLog {
     }
 }
 
-/// Counts an open stream for as long as it lives.
-struct Client(Arc<EventLog>);
-
-impl Client {
-    fn new(log: Arc<EventLog>) -> Client {
-        log.clients.fetch_add(1, Ordering::Relaxed);
-        Client(log)
-    }
+/// An open stream's place, counted in all and for its client for as long as it lives.
+pub struct StreamPlace {
+    log: Arc<EventLog>,
+    client: String,
 }
 
-impl Drop for Client {
+impl Drop for StreamPlace {
     fn drop(&mut self) {
-        self.0.clients.fetch_sub(1, Ordering::Relaxed);
+        let mut by_client = self.log.by_client.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = by_client.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                by_client.remove(&self.client);
+            }
+        }
+        self.log.clients.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -42,6 +42,9 @@ pub struct ServerOptions {
     /// Passes running at once and requests waiting for one (`limits.max_running`,
     /// `limits.max_queued`).
     pub admission: crate::admission::AdmissionOptions,
+    /// Event streams open at once, in all and per client (`limits.max_event_streams`,
+    /// `limits.max_event_streams_per_client`).
+    pub streams: crate::events::StreamLimits,
 }
 
 impl Default for ServerOptions {
@@ -62,6 +65,7 @@ impl Default for ServerOptions {
             workspace: None,
             result_budget: codemode::TruncateOptions::default(),
             admission: crate::admission::AdmissionOptions::default(),
+            streams: crate::events::StreamLimits::default(),
         }
     }
 }
@@ -95,7 +99,7 @@ impl ServerState {
     /// State over `runtime` with `options`.
     pub fn new(runtime: Arc<Runtime>, options: ServerOptions) -> SharedState {
         let admission = crate::admission::Admission::new(options.admission);
-        let events = crate::events::EventLog::start(&runtime);
+        let events = crate::events::EventLog::start_with(&runtime, options.streams);
         Arc::new(ServerState {
             events,
             runtime,

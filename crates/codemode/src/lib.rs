@@ -24,6 +24,7 @@ pub mod policy;
 pub mod runtime;
 pub mod rust_connector;
 mod schema_check;
+pub mod secrets;
 pub mod shape;
 pub mod status;
 pub mod store;

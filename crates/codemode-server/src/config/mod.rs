@@ -120,11 +120,24 @@ pub struct Limits {
     pub memory_mb: Option<u64>,
     /// Largest HTTP request body, in bytes (default 1 MiB).
     pub max_body_bytes: Option<usize>,
-    /// How long a connection may take to send a request's headers, and may sit idle between
-    /// requests, in milliseconds (default 30,000).
+    /// How long a connection may take to send a request's headers, in milliseconds
+    /// (default 30,000).
     pub header_timeout_ms: Option<u64>,
-    /// Open HTTP connections served at once; more are answered 503 and closed (default 512).
+    /// How long a connection may sit with no request in flight (before its first request or
+    /// between two) before it is closed, in milliseconds (default 15,000).
+    pub idle_timeout_ms: Option<u64>,
+    /// Open HTTP connections served at once (default 512); past it a new connection closes
+    /// the one idle longest, and when none is idle it is answered 503 and closed.
     pub max_connections: Option<usize>,
+    /// Connections past `max_connections` kept for short requests, which no stream may use
+    /// (default 64).
+    pub reserved_connections: Option<usize>,
+    /// Event streams (`/api/events`, an execution's events) open at once (default 128); more
+    /// are answered 503 with `Retry-After`.
+    pub max_event_streams: Option<usize>,
+    /// Event streams open at once for one token (or one address when no token is needed)
+    /// (default 16); more are answered 429 with `Retry-After`.
+    pub max_event_streams_per_client: Option<usize>,
     /// Passes (runs, approvals, resumes) running at once (default 64); more wait in line.
     pub max_running: Option<usize>,
     /// Requests waiting in line for a pass to end (default 256); more are answered 503 with

@@ -2,17 +2,21 @@
 //! client that never reads an event stream (or a slow-read attack) cannot hold a connection,
 //! and what is queued for it, for ever.
 
+use super::slots::Conn;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-/// A stream whose writes fail with `TimedOut` once they have made no progress for `limit`.
+/// A stream whose writes fail with `TimedOut` once they have made no progress for `limit`;
+/// it tells its connection's slot when bytes arrive.
 pub struct WriteStall<S> {
     inner: S,
+    conn: Option<Arc<Conn>>,
     limit: Duration,
     /// Set while a write waits; cleared by any progress.
     stalled: Option<Pin<Box<Sleep>>>,
@@ -20,9 +24,10 @@ pub struct WriteStall<S> {
 
 impl<S> WriteStall<S> {
     /// `inner`, with writes that may wait at most `limit` for the peer.
-    pub fn new(inner: S, limit: Duration) -> WriteStall<S> {
+    pub fn new(inner: S, limit: Duration, conn: Option<Arc<Conn>>) -> WriteStall<S> {
         WriteStall {
             inner,
+            conn,
             limit,
             stalled: None,
         }
@@ -67,7 +72,16 @@ impl<S: AsyncRead + Unpin> AsyncRead for WriteStall<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Some(conn) = &self.conn {
+            if buf.filled().len() > before {
+                conn.received();
+            } else if polled.is_pending() {
+                conn.drained();
+            }
+        }
+        polled
     }
 }
 
