@@ -20,14 +20,16 @@ mod entries;
 mod error;
 mod executions;
 mod files;
+mod listing;
 mod schema;
 pub mod scratch;
 mod snippets;
 
 use async_trait::async_trait;
 use codemode::{
-    Claim, Commit, Deletion, Execution, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo,
-    Lease, PendingAction, Snippet, Store, StoreError, StoredFile, WorkspaceUsage,
+    Claim, Commit, Deletion, Execution, ExecutionStatus, ExecutionSummary, FileChange,
+    FileChangeOutcome, FileInfo, Lease, PendingAction, Snippet, Store, StoreError, StoredFile,
+    WorkspaceUsage,
 };
 use deadpool_postgres::{Client, Pool};
 
@@ -111,6 +113,28 @@ impl Store for PostgresStore {
     ) -> Result<Vec<Execution>, StoreError> {
         let c = self.client().await?;
         executions::list(&c, &self.location, runtime, limit, status).await
+    }
+
+    async fn execution_summaries(
+        &self,
+        runtime: &str,
+        status: Option<ExecutionStatus>,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        let c = self.client().await?;
+        listing::summaries(&c, &self.location, runtime, status, before, limit).await
+    }
+
+    async fn audit_executions(
+        &self,
+        runtime: &str,
+        since_ms: i64,
+        until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let c = self.client().await?;
+        listing::audit(&c, &self.location, runtime, since_ms, until_ms, limit).await
     }
 
     async fn commit(&self, runtime: &str, commit: &Commit) -> Result<bool, StoreError> {

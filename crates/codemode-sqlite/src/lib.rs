@@ -50,6 +50,7 @@ mod commit;
 mod entries;
 mod executions;
 mod files;
+mod listing;
 mod open;
 mod readers;
 mod schema;
@@ -59,8 +60,9 @@ mod writer;
 
 use async_trait::async_trait;
 use codemode::{
-    Claim, Commit, Deletion, Execution, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo,
-    Lease, PendingAction, Snippet, Store, StoreError, StoredFile, WorkspaceUsage,
+    Claim, Commit, Deletion, Execution, ExecutionStatus, ExecutionSummary, FileChange,
+    FileChangeOutcome, FileInfo, Lease, PendingAction, Snippet, Store, StoreError, StoredFile,
+    WorkspaceUsage,
 };
 use readers::Readers;
 use rusqlite::Connection;
@@ -166,6 +168,35 @@ impl Store for SqliteStore {
         let runtime = runtime.to_owned();
         self.readers
             .read(move |c, loc| executions::list(c, loc, &runtime, limit, status))
+            .await
+    }
+
+    async fn execution_summaries(
+        &self,
+        runtime: &str,
+        status: Option<ExecutionStatus>,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        let runtime = runtime.to_owned();
+        let before = before.map(str::to_owned);
+        self.readers
+            .read(move |c, loc| {
+                listing::summaries(c, loc, &runtime, status, before.as_deref(), limit)
+            })
+            .await
+    }
+
+    async fn audit_executions(
+        &self,
+        runtime: &str,
+        since_ms: i64,
+        until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let runtime = runtime.to_owned();
+        self.readers
+            .read(move |c, loc| listing::audit(c, loc, &runtime, since_ms, until_ms, limit))
             .await
     }
 

@@ -40,8 +40,8 @@ pub use executor::{
 };
 pub use files::{FileChange, FileChangeOutcome, FileInfo, FileOp, StoredFile, WorkspaceUsage};
 pub use model::{
-    now_ms, Actor, ApprovalScope, Decision, DecisionKind, Execution, LogEntry, Outcome,
-    PendingAction, RevertFailure, RollbackReport, Snippet,
+    audit_view, now_ms, Actor, ApprovalScope, Decision, DecisionKind, Execution, ExecutionSummary,
+    LogEntry, Outcome, PendingAction, RevertFailure, RollbackReport, Snippet, CODE_PREVIEW_CHARS,
 };
 pub use runtime::{
     Approval, CommitObserver, EventObserver, Runtime, RuntimeBuilder, RuntimeEvent, SaveSnippet,

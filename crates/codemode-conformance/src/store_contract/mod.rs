@@ -12,6 +12,7 @@ mod commit;
 mod decisions;
 mod executions;
 mod files;
+mod listing;
 mod queries;
 mod runtimes;
 
@@ -20,6 +21,7 @@ pub use commit::*;
 pub use decisions::*;
 pub use executions::*;
 pub use files::*;
+pub use listing::*;
 pub use queries::*;
 pub use runtimes::*;
 
@@ -55,6 +57,8 @@ macro_rules! for_each_store_contract_case {
             a_duplicate_id_is_a_clear_error_and_writes_nothing,
             executions_list_newest_first_with_their_logs,
             executions_filter_by_status,
+            summaries_page_newest_first_with_counts_and_no_log,
+            the_audit_read_filters_its_window_and_entries_in_the_store,
             delete_removes_the_execution_and_its_log,
             a_hold_excludes_every_other_decision_until_released,
             retention_prunes_the_oldest_terminal_executions_and_never_running_or_paused,
