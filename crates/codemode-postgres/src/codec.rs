@@ -106,7 +106,8 @@ const AUDIT_COLUMNS: &str = "
        l.methods, l.args, l.results, l.errors, l.approvals, l.ephemerals, l.states,
        l.approved_args, l.decisions, l.delivered, e.traceparent";
 
-/// The applied and reverted entries of `e`, without results or errors, one array a column.
+/// The applied and reverted entries of `e` and those a decision concerned, without results
+/// or errors, one array a column.
 const AUDIT_LOG_JOIN: &str = "
 CROSS JOIN LATERAL (
     SELECT array_agg(seq ORDER BY seq) AS seqs,
@@ -123,7 +124,7 @@ CROSS JOIN LATERAL (
            array_agg(delivered ORDER BY seq) AS delivered
     FROM codemode_log_entries
     WHERE runtime = e.runtime AND execution_id = e.id
-      AND state IN ('applied', 'reverted')
+      AND (state IN ('applied', 'reverted') OR decisions IS NOT NULL)
 ) l";
 
 /// A query of the executions in `rows` (aliased `e`) as an audit export reads them;

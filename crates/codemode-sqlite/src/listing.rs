@@ -132,13 +132,13 @@ ORDER BY created_at, pk
 LIMIT ?4";
 
 /// The columns of `RawEntry` with the result and error left out, of applied and reverted
-/// entries only.
+/// entries and those a decision concerned only.
 const AUDIT_ENTRIES: &str = "
 SELECT execution_id, seq, connector, method, args, NULL, NULL, requires_approval, ephemeral,
        state, approved_args, decisions, delivered
 FROM log_entries
 WHERE runtime = ?1 AND execution_id IN (SELECT value FROM json_each(?2))
-  AND (state = 'applied' OR state = 'reverted')
+  AND (state = 'applied' OR state = 'reverted' OR decisions IS NOT NULL)
 ORDER BY execution_id, seq";
 
 /// What an audit export of `[since_ms, until_ms)` reads: see `Store::audit_executions`.

@@ -145,14 +145,17 @@ impl ExecutionSummary {
     }
 }
 
-/// An execution as an audit export reads it: its decisions and its `applied` and
-/// `reverted` entries without their results; no code, result, error or console output.
+/// An execution as an audit export reads it: its decisions, and its `applied` and
+/// `reverted` entries and those a decision concerned, without their results or errors; no
+/// code, result, error or console output.
 pub fn audit_view(mut e: Execution) -> Execution {
     e.code = String::new();
-    e.log
-        .retain(|l| matches!(l.state, EntryState::Applied | EntryState::Reverted));
+    e.log.retain(|l| {
+        matches!(l.state, EntryState::Applied | EntryState::Reverted) || !l.decisions.is_empty()
+    });
     for l in &mut e.log {
         l.result = None;
+        l.error = None;
     }
     e.result = None;
     e.error = None;

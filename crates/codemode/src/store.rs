@@ -239,8 +239,8 @@ pub trait Store: Send + Sync {
 
     /// What an audit export of `[since_ms, until_ms)` needs: the executions updated at or
     /// after `since_ms` and created before `until_ms`, oldest first, at most `limit`, each
-    /// with its decisions and only its `applied` and `reverted` entries, whose results are
-    /// left out (as are the executions' code, results and console output). The stores filter in
+    /// with its decisions and only its `applied` and `reverted` entries and those a decision
+    /// concerned (that carry one), whose results and errors are left out (as are the executions' code, results and console output). The stores filter in
     /// the database; this default reads whole executions.
     async fn audit_executions(
         &self,

@@ -83,16 +83,25 @@ pub async fn summaries_page_newest_first_with_counts_and_no_log(store: &dyn Stor
 }
 
 /// The audit read returns the executions touched in `[since, until)`, oldest first, at most
-/// the limit, each with its decisions and only its applied and reverted entries, without
-/// results, code or console output.
+/// the limit, each with its decisions and only its applied and reverted entries and those a
+/// decision concerned, without results, code or console output.
 pub async fn the_audit_read_filters_its_window_and_entries_in_the_store(store: &dyn Store) {
     for (id, at) in [("a1", 100), ("a2", 200), ("a3", 300), ("a4", 400)] {
         let mut e = execution(id, at);
+        let mut rejected = entry(4, Pending);
+        rejected.decisions = vec![Decision::new(
+            DecisionKind::Reject,
+            Actor::cli(),
+            at + 2,
+            vec![],
+        )];
         e.log = vec![
             entry(0, Applied),
             entry(1, Reverted),
             entry(2, Failed),
             entry(3, Executing),
+            rejected,
+            entry(5, Pending),
         ];
         e.logs = vec!["console".into()];
         e.decisions = vec![Decision::new(
@@ -113,8 +122,8 @@ pub async fn the_audit_read_filters_its_window_and_entries_in_the_store(store: &
         let states: Vec<EntryState> = e.log.iter().map(|l| l.state).collect();
         assert_eq!(
             states,
-            [Applied, Reverted],
-            "only applied and reverted entries"
+            [Applied, Reverted, Pending],
+            "only applied and reverted entries and those a decision concerned"
         );
         assert!(e.log.iter().all(|l| l.result.is_none()), "no results");
         assert_eq!(e.log[0].args, entry(0, Applied).args, "args as recorded");

@@ -73,6 +73,7 @@ macro_rules! for_each_store_contract_case {
             runtime_names_keep_separate_snippets,
             file_changes_apply_once_per_key_and_count_bytes,
             a_file_change_over_a_limit_writes_nothing,
+            undo_records_count_against_the_quota_until_reverted,
             reverting_file_changes_restores_what_was_there,
             files_list_by_prefix_and_workspaces_stay_apart,
             deleting_or_pruning_an_execution_drops_its_file_undo_records,
