@@ -19,6 +19,12 @@ pub struct Lease {
     pub until_ms: i64,
 }
 
+/// How long, by default, retention keeps a finished execution that holds an approved write
+/// still applied (not reverted), so that it can be audited and rolled back: 7 days, counted
+/// from its last update. The stores prune such an execution only once it is older.
+pub const DEFAULT_RETENTION_MIN_AGE: std::time::Duration =
+    std::time::Duration::from_secs(7 * 24 * 60 * 60);
+
 /// A status change, applied only if the execution is still in `from`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transition {

@@ -140,3 +140,49 @@ pub async fn the_audit_read_filters_its_window_and_entries_in_the_store(store: &
     );
     assert!(read(500, i64::MAX, 10).await.unwrap().is_empty());
 }
+
+/// Pruning keeps a finished execution that holds an approved write still applied and was
+/// updated within the retention's minimum age (7 days by default), however many runs come
+/// after it; a rolled-back one, one older than that, or one without approved writes goes.
+pub async fn retention_keeps_recent_approved_writes_for_their_audit_and_rollback(
+    store: &dyn Store,
+) {
+    let now = codemode::now_ms();
+    let approved = |id: &str, at: i64| {
+        let mut e = execution(id, at);
+        let mut write = entry(0, Applied);
+        write.requires_approval = true;
+        e.log = vec![write];
+        e
+    };
+    insert_execution(store, RT, &approved("write", now - 3_000), 50).await;
+    move_through(store, RT, "write", &[Completed], now - 2_900).await;
+    insert_execution(store, RT, &approved("undone", now - 2_800), 50).await;
+    move_through(
+        store,
+        RT,
+        "undone",
+        &[Completed, ExecutionStatus::RolledBack],
+        now - 2_700,
+    )
+    .await;
+    insert_execution(store, RT, &approved("ancient", 1_000), 50).await;
+    move_through(store, RT, "ancient", &[Completed], 1_100).await;
+    for i in 0..5 {
+        let id = format!("trivial-{i}");
+        insert_execution(store, RT, &execution(&id, now - 1_000 + i), 50).await;
+        move_through(store, RT, &id, &[Completed], now - 900 + i).await;
+    }
+    let pruned = store.prune_executions(RT, 2).await.unwrap();
+    assert_eq!(pruned, 5, "undone, ancient and three trivial runs go");
+    let left = page(store, None, None, 50).await;
+    assert_eq!(ids(&left), ["trivial-4", "trivial-3", "write"]);
+    // The prune on every insert keeps it too.
+    insert_execution(store, RT, &execution("next", now), 1).await;
+    move_through(store, RT, "next", &[Completed], now).await;
+    insert_execution(store, RT, &execution("last", now + 1), 1).await;
+    let left = page(store, None, None, 50).await;
+    assert_eq!(ids(&left), ["last", "next", "write"]);
+    let kept = store.execution(RT, "write").await.unwrap().unwrap();
+    assert_eq!(kept.log[0].state, Applied, "its log is whole");
+}

@@ -64,6 +64,7 @@ macro_rules! for_each_store_contract_case {
             retention_prunes_the_oldest_terminal_executions_and_never_running_or_paused,
             retention_breaks_created_at_ties_by_insertion_order,
             retention_off_keeps_every_execution,
+            retention_keeps_recent_approved_writes_for_their_audit_and_rollback,
             a_pruned_execution_leaves_no_log_behind,
             stale_finds_old_paused_and_expired_running_executions_only,
             pending_lists_pending_entries_of_paused_executions_newest_first,
