@@ -166,7 +166,8 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
             let fresh = !db_path.exists();
             let store = Arc::new(
                 SqliteStore::open(db_path)
-                    .with_context(|| format!("cannot open the store {}", db_path.display()))?,
+                    .with_context(|| format!("cannot open the store {}", db_path.display()))?
+                    .with_retention_min_age(settings.config.retention.min_age()),
             );
             let tasks = match settings.demo {
                 true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(store.clone())?)),
@@ -186,7 +187,8 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                 codemode_server::progress::Progress::start(&format!("connecting to {shown}"));
             let store = codemode_postgres::PostgresStore::connect(url)
                 .await
-                .with_context(|| format!("cannot open the store {shown}"))?;
+                .with_context(|| format!("cannot open the store {shown}"))?
+                .with_retention_min_age(settings.config.retention.min_age());
             let tasks = match settings.demo {
                 true => Some(demo::Tasks::Postgres(demo::PgTasks::open(url).await?)),
                 false => None,

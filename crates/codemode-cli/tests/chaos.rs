@@ -129,15 +129,25 @@ async fn workload(base: String, cycle: u64, runs: u64) {
     }
 }
 
-/// Every execution, once none is running any more (a restarted server resumes its own).
+/// Every execution with its log, once none is running any more (a restarted server resumes
+/// its own). The listing carries no logs: each is read by id.
 async fn settled(base: &str) -> Vec<Value> {
     let c = common::client();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (_, list) = common::get(&c, format!("{base}/api/executions?limit=100000")).await;
+        let (_, list) = common::get(&c, format!("{base}/api/executions?limit=500")).await;
         let all = list.as_array().cloned().unwrap_or_default();
         if all.iter().all(|e| e["status"] != "running") {
-            return all;
+            let mut full = Vec::with_capacity(all.len());
+            for e in &all {
+                let id = e["id"].as_str().unwrap();
+                full.push(
+                    common::get(&c, format!("{base}/api/executions/{id}"))
+                        .await
+                        .1,
+                );
+            }
+            return full;
         }
         assert!(Instant::now() < deadline, "runs left running: {list}");
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -98,6 +98,41 @@ CROSS JOIN LATERAL (
     WHERE runtime = e.runtime AND execution_id = e.id
 ) l";
 
+/// The columns [`execution`] decodes with the code, results, errors and console output
+/// left out (an audit export's read), from `e` and `l` as in [`audit_executions`].
+const AUDIT_COLUMNS: &str = "
+       e.id, '' AS code, e.status, NULL::text AS result, NULL::text AS error, '[]' AS logs,
+       e.connectors, e.created_at, e.updated_at, e.decisions, l.seqs, l.connectors,
+       l.methods, l.args, l.results, l.errors, l.approvals, l.ephemerals, l.states,
+       l.approved_args, l.decisions, l.delivered, e.traceparent";
+
+/// The applied and reverted entries of `e` and those a decision concerned, without results
+/// or errors, one array a column.
+const AUDIT_LOG_JOIN: &str = "
+CROSS JOIN LATERAL (
+    SELECT array_agg(seq ORDER BY seq) AS seqs,
+           array_agg(connector ORDER BY seq) AS connectors,
+           array_agg(method ORDER BY seq) AS methods,
+           array_agg(args ORDER BY seq) AS args,
+           array_agg(NULL::text ORDER BY seq) AS results,
+           array_agg(NULL::text ORDER BY seq) AS errors,
+           array_agg(requires_approval ORDER BY seq) AS approvals,
+           array_agg(ephemeral ORDER BY seq) AS ephemerals,
+           array_agg(state ORDER BY seq) AS states,
+           array_agg(approved_args ORDER BY seq) AS approved_args,
+           array_agg(decisions ORDER BY seq) AS decisions,
+           array_agg(delivered ORDER BY seq) AS delivered
+    FROM codemode_log_entries
+    WHERE runtime = e.runtime AND execution_id = e.id
+      AND (state IN ('applied', 'reverted') OR decisions IS NOT NULL)
+) l";
+
+/// A query of the executions in `rows` (aliased `e`) as an audit export reads them;
+/// [`execution`] decodes its rows.
+pub(crate) fn audit_executions(rows: &str) -> String {
+    format!("SELECT {AUDIT_COLUMNS}\nFROM {rows} e{AUDIT_LOG_JOIN}")
+}
+
 /// A query of the executions in `rows` (a table or a CTE, aliased `e`), each with its whole
 /// log aggregated into arrays, in one snapshot; [`execution`] decodes its rows.
 pub(crate) fn executions_with_log(rows: &str) -> String {

@@ -31,10 +31,12 @@ enum PruneTurn {
     Wait,
 }
 
-/// Terminal executions of `$1` past the newest `$K`, deleted (their logs by cascade).
+/// Terminal executions of `$1` past the newest `$K`, deleted (their logs by cascade),
+/// except those holding an approved write still applied that were updated at or after
+/// `since` (epoch ms): they stay for their audit and their rollback until older.
 /// Prunes of one runtime take turns under a transaction's advisory lock, taken before any
 /// row is touched: two of them deleting the same old rows in different orders deadlocked.
-fn prune_sql(keep: &str, turn: PruneTurn) -> String {
+fn prune_sql(keep: &str, since: &str, turn: PruneTurn) -> String {
     let taken = match turn {
         PruneTurn::SkipIfBusy => {
             format!("(SELECT pg_try_advisory_xact_lock({PRUNE_LOCK}, hashtext($1)))")
@@ -51,6 +53,11 @@ fn prune_sql(keep: &str, turn: PruneTurn) -> String {
                  WHERE runtime = $1
                    AND status IN ('completed', 'error', 'rejected', 'rolled_back', 'cancelled')
                  ORDER BY created_at DESC, pk DESC OFFSET {keep})
+      AND NOT (updated_at >= {since}::bigint AND status <> 'rolled_back'
+               AND EXISTS (SELECT 1 FROM codemode_log_entries l
+                           WHERE l.runtime = codemode_executions.runtime
+                             AND l.execution_id = codemode_executions.id
+                             AND l.state = 'applied' AND l.requires_approval))
     RETURNING id"
     )
 }
@@ -66,15 +73,15 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
 )
 SELECT count(*) FROM pruned",
         insert_ctes(),
-        prune_sql("$13", PruneTurn::SkipIfBusy),
+        prune_sql("$13", "$16", PruneTurn::SkipIfBusy),
         undo_sql("pruned")
     )
 });
 
 /// [`INSERT`] for a runtime that keeps every execution: no prune, which would walk every
-/// terminal execution to find none past `$13` (the maximum).
+/// terminal execution to find none past `$13` (the maximum; `$16` goes unused too).
 static INSERT_KEEPING_ALL: LazyLock<String> =
-    LazyLock::new(|| format!("{} SELECT $13::bigint * 0", insert_ctes()));
+    LazyLock::new(|| format!("{} SELECT $13::bigint * 0 + $16::bigint * 0", insert_ctes()));
 
 /// The insert and its entries, as the first common table expressions of a statement.
 fn insert_ctes() -> String {
@@ -88,14 +95,14 @@ fn insert_ctes() -> String {
 ), entries AS (
     {}
 )",
-        upsert_entries(16)
+        upsert_entries(17)
     )
 }
 
 static PRUNE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH pruned AS ({}), undo AS ({}) SELECT count(*) FROM pruned",
-        prune_sql("$2", PruneTurn::Wait),
+        prune_sql("$2", "$3", PruneTurn::Wait),
         undo_sql("pruned")
     )
 });
@@ -107,7 +114,7 @@ pub(crate) async fn insert(
     runtime: &str,
     execution: &Execution,
     lease: &Lease,
-    keep: usize,
+    (keep, protect_since_ms): (usize, i64),
 ) -> Result<usize, StoreError> {
     let result = execution.result.as_ref().map(json).transpose()?;
     let logs = json_strings(&execution.logs)?;
@@ -119,7 +126,7 @@ pub(crate) async fn insert(
     let entries = EntryArrays::new(&execution.log)?;
     let status = execution.status.as_str();
     let decisions = codec::json_decisions(&execution.decisions)?;
-    let head: [&(dyn ToSql + Sync); 15] = [
+    let head: [&(dyn ToSql + Sync); 16] = [
         &runtime,
         &execution.id,
         &execution.code,
@@ -135,6 +142,7 @@ pub(crate) async fn insert(
         &keep,
         &decisions,
         &execution.traceparent,
+        &protect_since_ms,
     ];
     let params: Vec<&(dyn ToSql + Sync)> = head.into_iter().chain(entries.params()).collect();
     let sql = if keep == i64::MAX {
@@ -159,12 +167,14 @@ pub(crate) async fn insert(
     Ok(usize::try_from(pruned).unwrap_or(0))
 }
 
-/// Deletes terminal executions beyond the newest `keep`.
+/// Deletes terminal executions beyond the newest `keep`, except those holding an approved
+/// write still applied that were updated at or after `protect_since_ms`.
 pub(crate) async fn prune(
     client: &Client,
     loc: &str,
     runtime: &str,
     keep: usize,
+    protect_since_ms: i64,
 ) -> Result<usize, StoreError> {
     let keep = i64::try_from(keep).unwrap_or(i64::MAX);
     let stmt = client
@@ -172,7 +182,7 @@ pub(crate) async fn prune(
         .await
         .ctx(loc, "preparing a prune")?;
     let row = client
-        .query_one(&stmt, &[&runtime, &keep])
+        .query_one(&stmt, &[&runtime, &keep, &protect_since_ms])
         .await
         .ctx(loc, "pruning executions")?;
     Ok(usize::try_from(get::<i64>(&row, 0)?).unwrap_or(0))

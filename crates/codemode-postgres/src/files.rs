@@ -4,7 +4,7 @@
 //! and the write see one state even when many nodes write to one workspace at once.
 
 use crate::error::Ctx;
-use codemode::files::{apply_op, check_limits};
+use codemode::files::{apply_op, check_limits_with_undo};
 use codemode::{FileChange, FileChangeOutcome, FileInfo, StoreError, StoredFile, WorkspaceUsage};
 use deadpool_postgres::{Client, GenericClient};
 use tokio_postgres::Row;
@@ -25,11 +25,15 @@ fn info(row: &Row) -> FileInfo {
     }
 }
 
+/// Bytes the workspace's files and the undo records of its keyed changes hold: the quota
+/// counts both.
 async fn used(tx: &impl GenericClient, loc: &str, ws: &str) -> Result<u64, StoreError> {
     let row = tx
         .query_one(
-            "SELECT COALESCE(SUM(size), 0)::BIGINT FROM codemode_workspace_files
-             WHERE workspace = $1",
+            "SELECT ((SELECT COALESCE(SUM(size), 0) FROM codemode_workspace_files
+                      WHERE workspace = $1)
+                   + (SELECT COALESCE(SUM(undo_size), 0) FROM codemode_workspace_changes
+                      WHERE workspace = $1))::BIGINT",
             &[&ws],
         )
         .await
@@ -122,7 +126,8 @@ pub(crate) async fn change(
     let new = apply_op(old.as_deref(), &change.op);
     let old_size = old.as_ref().map_or(0, |t| t.len() as u64);
     let new_size = new.as_ref().map(|t| t.len() as u64);
-    let needed = match check_limits(change, old_size, used(&tx, loc, ws).await?, new_size) {
+    let needed = match check_limits_with_undo(change, old_size, used(&tx, loc, ws).await?, new_size)
+    {
         Ok(needed) => needed,
         Err(refused) => return Ok(refused),
     };
@@ -131,8 +136,8 @@ pub(crate) async fn change(
         tx.execute(
             "INSERT INTO codemode_workspace_changes
                  (workspace, key, path, previous, existed, size_after, reverted, at_ms,
-                  execution_id)
-             VALUES ($1, $2, $3, $4, $5, $6, FALSE, $7, $8)",
+                  execution_id, undo_size)
+             VALUES ($1, $2, $3, $4, $5, $6, FALSE, $7, $8, $9)",
             &[
                 &ws,
                 key,
@@ -142,6 +147,7 @@ pub(crate) async fn change(
                 &new_size.map(signed),
                 &change.at_ms,
                 &change.execution_id(),
+                &signed(old_size),
             ],
         )
         .await
@@ -184,7 +190,7 @@ pub(crate) async fn revert(
     let previous: Option<String> = row.get(1);
     put(&tx, loc, ws, &path, previous.as_deref(), at_ms).await?;
     tx.execute(
-        "UPDATE codemode_workspace_changes SET reverted = TRUE, previous = NULL
+        "UPDATE codemode_workspace_changes SET reverted = TRUE, previous = NULL, undo_size = 0
          WHERE workspace = $1 AND key = $2",
         &[&ws, &key],
     )

@@ -20,14 +20,16 @@ mod entries;
 mod error;
 mod executions;
 mod files;
+mod listing;
 mod schema;
 pub mod scratch;
 mod snippets;
 
 use async_trait::async_trait;
 use codemode::{
-    Claim, Commit, Deletion, Execution, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo,
-    Lease, PendingAction, Snippet, Store, StoreError, StoredFile, WorkspaceUsage,
+    Claim, Commit, Deletion, Execution, ExecutionStatus, ExecutionSummary, FileChange,
+    FileChangeOutcome, FileInfo, Lease, PendingAction, Snippet, Store, StoreError, StoredFile,
+    WorkspaceUsage,
 };
 use deadpool_postgres::{Client, Pool};
 
@@ -40,6 +42,8 @@ pub use scratch::{ScratchDatabase, DEFAULT_TEST_URL};
 pub struct PostgresStore {
     pool: Pool,
     location: String,
+    /// How long pruning keeps an execution holding an approved write still applied.
+    min_age_ms: i64,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -51,6 +55,19 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 impl PostgresStore {
+    /// Pruning keeps a finished execution that holds an approved write still applied (not
+    /// reverted) until its last update is `min_age` old (default
+    /// [`codemode::DEFAULT_RETENTION_MIN_AGE`]), so that it can be audited and rolled back.
+    pub fn with_retention_min_age(mut self, min_age: std::time::Duration) -> Self {
+        self.min_age_ms = duration_ms(min_age);
+        self
+    }
+
+    /// The epoch ms from which pruning keeps approved writes.
+    fn protect_since_ms(&self) -> i64 {
+        codemode::now_ms().saturating_sub(self.min_age_ms)
+    }
+
     /// Connects to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`) with the default
     /// [`PostgresOptions`] and migrates the schema.
     pub async fn connect(url: &str) -> Result<PostgresStore, StoreError> {
@@ -67,7 +84,11 @@ impl PostgresStore {
         let mut client = connect::get(&pool, &location, "connecting").await?;
         schema::migrate(&mut client, &location).await?;
         drop(client);
-        Ok(PostgresStore { pool, location })
+        Ok(PostgresStore {
+            pool,
+            location,
+            min_age_ms: duration_ms(codemode::DEFAULT_RETENTION_MIN_AGE),
+        })
     }
 
     /// The server and database, as shown in errors (without a password).
@@ -95,7 +116,8 @@ impl Store for PostgresStore {
         keep: usize,
     ) -> Result<usize, StoreError> {
         let c = self.client().await?;
-        executions::insert(&c, &self.location, runtime, execution, lease, keep).await
+        let protect = (keep, self.protect_since_ms());
+        executions::insert(&c, &self.location, runtime, execution, lease, protect).await
     }
 
     async fn execution(&self, runtime: &str, id: &str) -> Result<Option<Execution>, StoreError> {
@@ -111,6 +133,28 @@ impl Store for PostgresStore {
     ) -> Result<Vec<Execution>, StoreError> {
         let c = self.client().await?;
         executions::list(&c, &self.location, runtime, limit, status).await
+    }
+
+    async fn execution_summaries(
+        &self,
+        runtime: &str,
+        status: Option<ExecutionStatus>,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        let c = self.client().await?;
+        listing::summaries(&c, &self.location, runtime, status, before, limit).await
+    }
+
+    async fn audit_executions(
+        &self,
+        runtime: &str,
+        since_ms: i64,
+        until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let c = self.client().await?;
+        listing::audit(&c, &self.location, runtime, since_ms, until_ms, limit).await
     }
 
     async fn commit(&self, runtime: &str, commit: &Commit) -> Result<bool, StoreError> {
@@ -170,7 +214,7 @@ impl Store for PostgresStore {
 
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError> {
         let c = self.client().await?;
-        executions::prune(&c, &self.location, runtime, keep).await
+        executions::prune(&c, &self.location, runtime, keep, self.protect_since_ms()).await
     }
 
     async fn stale_executions(
@@ -255,4 +299,9 @@ impl Store for PostgresStore {
         let c = self.client().await?;
         files::workspaces(&c, &self.location).await
     }
+}
+
+/// A duration in epoch milliseconds, saturating.
+fn duration_ms(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

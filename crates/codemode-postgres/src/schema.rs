@@ -5,7 +5,7 @@ use codemode::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// The schema version this build writes and reads (`codemode_schema_version.version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -136,6 +136,14 @@ ALTER TABLE codemode_executions ADD COLUMN traceparent TEXT;
 const V8: &str = "
 CREATE INDEX codemode_executions_paused ON codemode_executions (runtime, created_at, pk)
     WHERE status = 'paused';
+";
+
+/// Version 9: the bytes each undo record holds (the previous content it keeps), which the
+/// workspace quota counts.
+const V9: &str = "
+ALTER TABLE codemode_workspace_changes ADD COLUMN undo_size BIGINT NOT NULL DEFAULT 0;
+UPDATE codemode_workspace_changes SET undo_size = octet_length(previous)
+    WHERE previous IS NOT NULL;
 ";
 
 const VERSION_TABLE: &str = "

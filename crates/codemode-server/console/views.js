@@ -290,12 +290,12 @@ export class ExecutionsView {
     }
     replace(this.list, rows.map((e) => {
       const first = e.code.split('\n').map((l) => l.trim()).find((l) => l) || '';
-      const calls = e.log.filter((x) => x.connector !== 'codemode');
+      const calls = e.calls;
       return h('a', { class: 'exec-row', role: 'listitem', href: `#/executions/${enc(e.id)}`, dataset: { id: e.id, status: e.status } },
         h('span', { class: 'col-status' }, badge(e.status)),
         h('span', { class: 'col-id mono' }, shortId(e.id)),
         h('span', { class: 'col-code mono' }, first.length > 90 ? `${first.slice(0, 90)}…` : first),
-        h('span', { class: 'col-calls' }, `${calls.length} call${calls.length === 1 ? '' : 's'}`),
+        h('span', { class: 'col-calls' }, `${calls} call${calls === 1 ? '' : 's'}`),
         h('span', { class: 'col-time' }, timeEl(e.updatedAt)));
     }));
   }

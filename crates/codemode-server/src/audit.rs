@@ -223,12 +223,44 @@ pub fn export(executions: &[Execution], range: AuditRange) -> Vec<AuditRecord> {
     out.into_iter().map(|(_, r)| r).collect()
 }
 
-/// The audit records of the runtime's store within `range`.
-pub async fn collect(
-    runtime: &Runtime,
-    range: AuditRange,
-) -> Result<Vec<AuditRecord>, codemode::RuntimeError> {
-    Ok(export(&runtime.executions(None).await?, range))
+/// The most executions one export reads; a window that touches more is refused with
+/// [`AuditError::TooWide`], so an export never holds more than this many in memory.
+pub const MAX_AUDIT_EXECUTIONS: usize = 500;
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// More executions than [`MAX_AUDIT_EXECUTIONS`] were touched in the window.
+    #[error("more than {max} executions were active between {since} and {until}: narrow the window (a later since=, an earlier until=) and export it in parts")]
+    TooWide {
+        /// [`MAX_AUDIT_EXECUTIONS`].
+        max: usize,
+        /// `since`, in RFC 3339.
+        since: String,
+        /// `until`, in RFC 3339 (or "now").
+        until: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Runtime(#[from] codemode::RuntimeError),
+}
+
+/// The audit records of the runtime's store within `range`. The store reads only the
+/// executions active in the window, with their decisions and applied or reverted calls
+/// (no results, no console output), at most [`MAX_AUDIT_EXECUTIONS`] of them.
+pub async fn collect(runtime: &Runtime, range: AuditRange) -> Result<Vec<AuditRecord>, AuditError> {
+    let until = range.until.unwrap_or(i64::MAX);
+    let read = runtime
+        .audit_executions(range.since, until, MAX_AUDIT_EXECUTIONS + 1)
+        .await?;
+    if read.len() > MAX_AUDIT_EXECUTIONS {
+        return Err(AuditError::TooWide {
+            max: MAX_AUDIT_EXECUTIONS,
+            since: crate::when::rfc3339(range.since),
+            until: range.until.map_or("now".into(), crate::when::rfc3339),
+        });
+    }
+    Ok(export(&read, range))
 }
 
 /// The records as `format`: `csv`, else JSON Lines.

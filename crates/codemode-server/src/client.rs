@@ -3,7 +3,9 @@
 use crate::audit::{AuditRange, AuditRecord};
 use crate::control::{Control, ControlError, ControlResult};
 use async_trait::async_trait;
-use codemode::{Execution, Outcome, PendingAction, RollbackReport, SaveSnippet, Snippet};
+use codemode::{
+    Execution, ExecutionSummary, Outcome, PendingAction, RollbackReport, SaveSnippet, Snippet,
+};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -124,7 +126,7 @@ impl Control for Client {
         self.get("/api/pending").await
     }
 
-    async fn executions(&self, limit: usize) -> ControlResult<Vec<Execution>> {
+    async fn executions(&self, limit: usize) -> ControlResult<Vec<ExecutionSummary>> {
         self.get(&format!("/api/executions?limit={limit}")).await
     }
 

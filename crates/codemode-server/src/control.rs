@@ -1,11 +1,11 @@
 //! The commands a person gives about executions and snippets, over one interface: the
 //! runtime itself (the store, in this process) or a running server ([`crate::client::Client`]).
 
-use crate::audit::{AuditRange, AuditRecord};
+use crate::audit::{AuditError, AuditRange, AuditRecord};
 use async_trait::async_trait;
 use codemode::{
-    Actor, Approval, Execution, Outcome, PendingAction, RollbackReport, Runtime, RuntimeError,
-    SaveSnippet, Snippet,
+    Actor, Approval, Execution, ExecutionSummary, Outcome, PendingAction, RollbackReport, Runtime,
+    RuntimeError, SaveSnippet, Snippet,
 };
 use serde_json::Value;
 use std::time::Duration;
@@ -54,6 +54,15 @@ pub enum ControlError {
     Setup(String),
 }
 
+impl From<AuditError> for ControlError {
+    fn from(e: AuditError) -> Self {
+        match e {
+            AuditError::Runtime(e) => ControlError::Runtime(e),
+            too_wide => ControlError::Refused(too_wide.to_string()),
+        }
+    }
+}
+
 /// A command's result.
 pub type ControlResult<T> = Result<T, ControlError>;
 
@@ -72,8 +81,8 @@ pub trait Control: Send + Sync {
     async fn rollback(&self, id: &str) -> ControlResult<RollbackReport>;
     /// Every action waiting for approval.
     async fn pending(&self) -> ControlResult<Vec<PendingAction>>;
-    /// The newest `limit` executions.
-    async fn executions(&self, limit: usize) -> ControlResult<Vec<Execution>>;
+    /// The newest `limit` executions, as summaries (no logs).
+    async fn executions(&self, limit: usize) -> ControlResult<Vec<ExecutionSummary>>;
     /// One execution with its log.
     async fn execution(&self, id: &str) -> ControlResult<Execution>;
     /// The saved snippets.
@@ -145,8 +154,8 @@ impl Control for Runtime {
         Ok(Runtime::pending(self, None).await?)
     }
 
-    async fn executions(&self, limit: usize) -> ControlResult<Vec<Execution>> {
-        Ok(Runtime::executions(self, Some(limit)).await?)
+    async fn executions(&self, limit: usize) -> ControlResult<Vec<ExecutionSummary>> {
+        Ok(Runtime::execution_summaries(self, None, None, limit).await?)
     }
 
     async fn execution(&self, id: &str) -> ControlResult<Execution> {

@@ -2,7 +2,9 @@
 //! executions and their timelines, pending actions, rollback reports, snippets and search
 //! results. The `codemode` CLI prints through it.
 
-use codemode::{EntryState, Execution, Outcome, PendingAction, RollbackReport, Snippet};
+use codemode::{
+    EntryState, Execution, ExecutionSummary, Outcome, PendingAction, RollbackReport, Snippet,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -176,7 +178,7 @@ impl Printer {
     }
 
     /// Executions, newest first.
-    pub fn executions(&self, list: &[Execution]) {
+    pub fn executions(&self, list: &[ExecutionSummary]) {
         self.emit(&list, || {
             if list.is_empty() {
                 return "no executions yet".into();
@@ -190,7 +192,7 @@ impl Printer {
                         e.id,
                         e.status.to_string(),
                         time(e.created_at),
-                        e.log.len(),
+                        e.entries,
                         first
                     )
                 })

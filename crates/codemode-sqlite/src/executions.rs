@@ -31,14 +31,25 @@ const DELETE_EXECUTION: &str = "DELETE FROM executions WHERE runtime = ?1 AND id
 /// across runtimes; workspaces belong to no runtime).
 const DELETE_FILE_UNDO: &str = "DELETE FROM workspace_changes WHERE execution_id = ?1";
 
-/// Inserts a running execution (and any entries it carries), then prunes beyond `keep`.
+/// Whether an execution holds an approved write still applied and was updated at or after
+/// `?3`: pruning keeps it (for its audit and its rollback) until it is older.
+const PROTECTED: &str = "
+SELECT EXISTS (
+    SELECT 1 FROM executions e
+    WHERE e.runtime = ?1 AND e.id = ?2 AND e.updated_at >= ?3 AND e.status <> 'rolled_back'
+      AND EXISTS (SELECT 1 FROM log_entries l
+                  WHERE l.runtime = ?1 AND l.execution_id = ?2
+                    AND l.state = 'applied' AND l.requires_approval = 1))";
+
+/// Inserts a running execution (and any entries it carries), then prunes beyond `keep`
+/// (keeping approved writes updated at or after `protect_since_ms`).
 pub(crate) fn insert(
     tx: &Connection,
     loc: &str,
     runtime: &str,
     execution: &Execution,
     lease: &Lease,
-    keep: usize,
+    (keep, protect_since_ms): (usize, i64),
 ) -> Result<usize, StoreError> {
     let result = execution.result.as_ref().map(json).transpose()?;
     let logs = json_strings(&execution.logs)?;
@@ -79,15 +90,17 @@ pub(crate) fn insert(
         &execution.id,
         &entries::encode(&execution.log)?,
     )?;
-    prune(tx, loc, runtime, keep)
+    prune(tx, loc, runtime, keep, protect_since_ms)
 }
 
-/// Deletes terminal executions beyond the newest `keep`.
+/// Deletes terminal executions beyond the newest `keep`, except those holding an approved
+/// write still applied that were updated at or after `protect_since_ms`.
 pub(crate) fn prune(
     conn: &Connection,
     loc: &str,
     runtime: &str,
     keep: usize,
+    protect_since_ms: i64,
 ) -> Result<usize, StoreError> {
     let keep = i64::try_from(keep).unwrap_or(i64::MAX);
     if keep == i64::MAX {
@@ -98,10 +111,18 @@ pub(crate) fn prune(
         .prepare_cached(BEYOND_KEEP)
         .and_then(|mut s| s.query_map(params![runtime, keep], |r| r.get(0))?.collect())
         .ctx(loc, "finding executions to prune")?;
+    let mut pruned = 0;
     for id in &ids {
-        remove(conn, loc, runtime, id)?;
+        let protected: bool = conn
+            .prepare_cached(PROTECTED)
+            .and_then(|mut s| s.query_row(params![runtime, id, protect_since_ms], |r| r.get(0)))
+            .ctx(loc, "checking an execution's applied writes")?;
+        if !protected {
+            remove(conn, loc, runtime, id)?;
+            pruned += 1;
+        }
     }
-    Ok(ids.len())
+    Ok(pruned)
 }
 
 fn remove(conn: &Connection, loc: &str, runtime: &str, id: &str) -> Result<(), StoreError> {

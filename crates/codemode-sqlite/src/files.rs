@@ -1,7 +1,7 @@
 //! Workspace files, keyed by (workspace, path), and the undo records of keyed changes.
 
 use crate::codec::Ctx;
-use codemode::files::{apply_op, check_limits};
+use codemode::files::{apply_op, check_limits_with_undo};
 use codemode::{FileChange, FileChangeOutcome, FileInfo, StoreError, StoredFile, WorkspaceUsage};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -21,9 +21,15 @@ fn info(r: &Row<'_>) -> rusqlite::Result<FileInfo> {
     })
 }
 
+/// Bytes the workspace's files and the undo records of its keyed changes hold: the quota
+/// counts both (the undo sum reads the index `workspace_changes_undo` alone).
 fn used(tx: &Connection, loc: &str, workspace: &str) -> Result<u64, StoreError> {
     let n: i64 = tx
-        .prepare_cached("SELECT COALESCE(SUM(size), 0) FROM workspace_files WHERE workspace = ?1")
+        .prepare_cached(
+            "SELECT (SELECT COALESCE(SUM(size), 0) FROM workspace_files WHERE workspace = ?1)
+                  + (SELECT COALESCE(SUM(undo_size), 0) FROM workspace_changes
+                     WHERE workspace = ?1)",
+        )
         .and_then(|mut s| s.query_row(params![workspace], |r| r.get(0)))
         .ctx(loc, "measuring a workspace")?;
     Ok(size(n))
@@ -100,7 +106,7 @@ pub(crate) fn change(
     let new = apply_op(old.as_deref(), &change.op);
     let old_size = old.as_ref().map_or(0, |t| t.len() as u64);
     let new_size = new.as_ref().map(|t| t.len() as u64);
-    let needed = match check_limits(change, old_size, used(tx, loc, ws)?, new_size) {
+    let needed = match check_limits_with_undo(change, old_size, used(tx, loc, ws)?, new_size) {
         Ok(needed) => needed,
         Err(refused) => return Ok(refused),
     };
@@ -109,8 +115,8 @@ pub(crate) fn change(
         tx.prepare_cached(
             "INSERT INTO workspace_changes
                  (workspace, key, path, previous, existed, size_after, reverted, at_ms,
-                  execution_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8)",
+                  execution_id, undo_size)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8, ?9)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -121,7 +127,8 @@ pub(crate) fn change(
                 old.is_some(),
                 new_size.map(signed),
                 change.at_ms,
-                change.execution_id()
+                change.execution_id(),
+                signed(old_size)
             ])
         })
         .ctx(loc, "recording a workspace change")?;
@@ -157,7 +164,7 @@ pub(crate) fn revert(
     };
     put(tx, loc, workspace, &path, previous.as_deref(), at_ms)?;
     tx.prepare_cached(
-        "UPDATE workspace_changes SET reverted = 1, previous = NULL
+        "UPDATE workspace_changes SET reverted = 1, previous = NULL, undo_size = 0
          WHERE workspace = ?1 AND key = ?2",
     )
     .and_then(|mut s| s.execute(params![workspace, key]))

@@ -50,6 +50,7 @@ mod commit;
 mod entries;
 mod executions;
 mod files;
+mod listing;
 mod open;
 mod readers;
 mod schema;
@@ -59,8 +60,9 @@ mod writer;
 
 use async_trait::async_trait;
 use codemode::{
-    Claim, Commit, Deletion, Execution, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo,
-    Lease, PendingAction, Snippet, Store, StoreError, StoredFile, WorkspaceUsage,
+    Claim, Commit, Deletion, Execution, ExecutionStatus, ExecutionSummary, FileChange,
+    FileChangeOutcome, FileInfo, Lease, PendingAction, Snippet, Store, StoreError, StoredFile,
+    WorkspaceUsage,
 };
 use readers::Readers;
 use rusqlite::Connection;
@@ -80,9 +82,24 @@ pub struct SqliteStore {
     readers: Readers,
     writer: Writer,
     location: Arc<str>,
+    /// How long pruning keeps an execution holding an approved write still applied.
+    min_age_ms: i64,
 }
 
 impl SqliteStore {
+    /// Pruning keeps a finished execution that holds an approved write still applied (not
+    /// reverted) until its last update is `min_age` old (default
+    /// [`codemode::DEFAULT_RETENTION_MIN_AGE`]), so that it can be audited and rolled back.
+    pub fn with_retention_min_age(mut self, min_age: std::time::Duration) -> Self {
+        self.min_age_ms = duration_ms(min_age);
+        self
+    }
+
+    /// The epoch ms from which pruning keeps approved writes.
+    fn protect_since_ms(&self) -> i64 {
+        codemode::now_ms().saturating_sub(self.min_age_ms)
+    }
+
     /// Opens or creates the database at `path` with the default [`SqliteOptions`].
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         Self::open_with(path, &SqliteOptions::default())
@@ -102,6 +119,7 @@ impl SqliteStore {
             .collect::<Result<Vec<_>, _>>()?;
         let location: Arc<str> = location.into();
         Ok(SqliteStore {
+            min_age_ms: duration_ms(codemode::DEFAULT_RETENTION_MIN_AGE),
             writer: Writer::start(
                 conn,
                 location.clone(),
@@ -145,8 +163,9 @@ impl Store for SqliteStore {
         keep: usize,
     ) -> Result<usize, StoreError> {
         let (runtime, execution, lease) = (runtime.to_owned(), execution.clone(), lease.clone());
+        let protect = (keep, self.protect_since_ms());
         self.writer
-            .write(move |c, loc| executions::insert(c, loc, &runtime, &execution, &lease, keep))
+            .write(move |c, loc| executions::insert(c, loc, &runtime, &execution, &lease, protect))
             .await
     }
 
@@ -166,6 +185,35 @@ impl Store for SqliteStore {
         let runtime = runtime.to_owned();
         self.readers
             .read(move |c, loc| executions::list(c, loc, &runtime, limit, status))
+            .await
+    }
+
+    async fn execution_summaries(
+        &self,
+        runtime: &str,
+        status: Option<ExecutionStatus>,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        let runtime = runtime.to_owned();
+        let before = before.map(str::to_owned);
+        self.readers
+            .read(move |c, loc| {
+                listing::summaries(c, loc, &runtime, status, before.as_deref(), limit)
+            })
+            .await
+    }
+
+    async fn audit_executions(
+        &self,
+        runtime: &str,
+        since_ms: i64,
+        until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let runtime = runtime.to_owned();
+        self.readers
+            .read(move |c, loc| listing::audit(c, loc, &runtime, since_ms, until_ms, limit))
             .await
     }
 
@@ -230,8 +278,9 @@ impl Store for SqliteStore {
 
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError> {
         let runtime = runtime.to_owned();
+        let since = self.protect_since_ms();
         self.writer
-            .write(move |c, loc| executions::prune(c, loc, &runtime, keep))
+            .write(move |c, loc| executions::prune(c, loc, &runtime, keep, since))
             .await
     }
 
@@ -342,4 +391,9 @@ impl Store for SqliteStore {
     async fn workspaces(&self) -> Result<Vec<WorkspaceUsage>, StoreError> {
         self.readers.read(files::workspaces).await
     }
+}
+
+/// A duration in epoch milliseconds, saturating.
+fn duration_ms(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

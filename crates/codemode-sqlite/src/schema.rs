@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const APPLICATION_ID: i32 = 0x436f_4d6f;
 
 /// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -219,6 +219,15 @@ SELECT runtime, execution_id, seq, connector, method, args, result, error, requi
 FROM log_entries;
 DROP TABLE log_entries;
 ALTER TABLE log_entries_v9 RENAME TO log_entries;
+";
+
+/// Version 10: the bytes each undo record holds (the previous content it keeps), which the
+/// workspace quota counts, with an index that sums them without reading the records.
+const V10: &str = "
+ALTER TABLE workspace_changes ADD COLUMN undo_size INTEGER NOT NULL DEFAULT 0;
+UPDATE workspace_changes SET undo_size = length(CAST(previous AS BLOB))
+    WHERE previous IS NOT NULL;
+CREATE INDEX workspace_changes_undo ON workspace_changes (workspace, undo_size);
 ";
 
 /// Refuses a database that is not ours or is newer than this build, before anything is written.

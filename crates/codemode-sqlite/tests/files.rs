@@ -226,7 +226,9 @@ async fn version_5_undo_records_learn_their_execution_and_go_with_it() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP INDEX workspace_changes_by_execution;
+            "DROP INDEX workspace_changes_undo;
+             ALTER TABLE workspace_changes DROP COLUMN undo_size;
+             DROP INDEX workspace_changes_by_execution;
              DROP INDEX executions_paused;
              ALTER TABLE workspace_changes DROP COLUMN execution_id;
              ALTER TABLE executions DROP COLUMN traceparent;
@@ -518,9 +520,13 @@ async fn version_9_keeps_every_column_and_writes_without_temporary_tables() {
                 1, 0, 'pending', '{\"a\":2}', '[{\"d\":2}]', 5);",
         )
         .unwrap();
-        // As a version 8 file: the next open runs version 9.
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION - 1)
-            .unwrap();
+        // As a version 8 file: the next open runs version 9 (and those after it).
+        conn.execute_batch(
+            "DROP INDEX workspace_changes_undo;
+             ALTER TABLE workspace_changes DROP COLUMN undo_size;",
+        )
+        .unwrap();
+        conn.pragma_update(None, "user_version", 8).unwrap();
         dump(&conn)
     };
     assert_eq!(before.len(), 3);
@@ -562,4 +568,45 @@ async fn version_9_keeps_every_column_and_writes_without_temporary_tables() {
             "{write} builds a temporary table"
         );
     }
+}
+
+/// Version 10 measures what each undo record keeps (in UTF-8 bytes), so that a file migrated
+/// from version 9 counts its existing undo records against the workspace quota.
+#[tokio::test]
+async fn version_10_measures_the_undo_records_a_file_already_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("codemode.db");
+    drop(SqliteStore::open(&path).unwrap());
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP INDEX workspace_changes_undo;
+             ALTER TABLE workspace_changes DROP COLUMN undo_size;
+             INSERT INTO workspace_changes VALUES ('w', 'e:0', '/f', 'héllo', 1, 1, 0, 1, 'e');
+             INSERT INTO workspace_changes VALUES ('w', 'e:1', '/g', NULL, 0, 1, 0, 1, 'e');
+             INSERT INTO workspace_files VALUES ('w', '/f', 'x', 1, 1);",
+        )
+        .unwrap();
+        conn.pragma_update(None, "user_version", 9).unwrap();
+    }
+    let s = SqliteStore::open(&path).unwrap();
+    let change = codemode::FileChange {
+        workspace: "w".into(),
+        path: "/h".into(),
+        op: codemode::FileOp::Write("ab".into()),
+        key: None,
+        quota_bytes: 100,
+        max_file_bytes: 100,
+        at_ms: 2,
+    };
+    // 1 byte of files and 6 of undo ("héllo" is 6 UTF-8 bytes), then 2 more.
+    assert_eq!(
+        s.change_file(&change).await.unwrap(),
+        codemode::FileChangeOutcome::Applied {
+            size: Some(2),
+            existed: false,
+            used_bytes: 9,
+            repeated: false
+        }
+    );
 }

@@ -112,7 +112,7 @@ pub enum WorkspaceError {
         limit: u64,
     },
     /// The quota would be exceeded; nothing was written.
-    #[error("workspace {workspace:?} would hold {needed} bytes, over its quota of {quota} bytes ({used} used now); nothing was written. Remove files you no longer need (state.remove) or write less")]
+    #[error("workspace {workspace:?} would hold {needed} bytes, over its quota of {quota} bytes ({used} used now); nothing was written. The quota counts the files and what each change by a run keeps for its rollback (the file's previous content: many changes to a large file fill it fast). Remove files you no longer need (state.remove) or write less, e.g. a new small file instead of appending to a large one; an operator frees a run's kept contents by rolling it back or deleting it (codemode prune, DELETE /api/executions/ID)")]
     OverQuota {
         /// The workspace.
         workspace: String,

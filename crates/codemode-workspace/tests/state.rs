@@ -280,3 +280,104 @@ async fn a_glob_matching_everything_is_bounded_and_says_how_many_matched() {
     })
     .await;
 }
+
+/// Bytes the SQLite store's files hold (the database and its WAL).
+fn sqlite_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|f| f.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+/// The undo record each keyed change keeps (the file's previous content) counts against the
+/// quota: one-byte appends to a 7.6 MiB file stop at the quota with an error naming it and
+/// saying how to free space, the store does not grow by hundreds of MiB, and a rollback
+/// still restores the file exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_records_count_against_the_quota_and_rollback_still_restores() {
+    // Letters from a small generator, so that PostgreSQL cannot compress them away.
+    let mut x: u32 = 7;
+    let original: String = (0..7_600_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            char::from(b'a' + (x % 26) as u8)
+        })
+        .collect();
+    let run = |store: Arc<dyn Store>, dir: Option<std::path::PathBuf>| {
+        let original = original.clone();
+        async move {
+            let ws = workspace(&store, WorkspaceOptions::default());
+            ws.change("/big.txt", FileOp::Write(original.clone()), None)
+                .await
+                .unwrap();
+            let before = dir.as_deref().map_or(0, sqlite_bytes);
+            let rt = runtime(&store, &ws);
+            let code = r#"async () => {
+                let ok = 0; const errors = [];
+                for (let i = 0; i < 60; i++) {
+                    try { await state.appendFile("/big.txt", "x"); ok++; }
+                    catch (e) { errors.push(e.message); }
+                }
+                return { ok, errors };
+            }"#;
+            let started = std::time::Instant::now();
+            let outcome = rt.call(code).await.unwrap();
+            let took = started.elapsed();
+            let id = outcome.execution_id().to_string();
+            let result = completed(outcome);
+            let ok = result["ok"].as_u64().unwrap();
+            let errors = result["errors"].as_array().unwrap();
+            let grown = dir
+                .as_deref()
+                .map_or(0, sqlite_bytes)
+                .saturating_sub(before);
+            println!(
+                "{}: 60 one-byte appends to a 7.6 MB file in {:.1} s: {ok} applied, {} refused; \
+                 store files grew {:.0} MiB (SQLite only)",
+                if dir.is_some() { "sqlite" } else { "postgres" },
+                took.as_secs_f64(),
+                errors.len(),
+                grown as f64 / 1048576.0
+            );
+            // 64 MiB holds the file and seven kept copies of it, not eight.
+            assert_eq!(ok, 7, "{result}");
+            let first = errors[0].as_str().unwrap();
+            assert!(
+                first.contains("over its quota of 67108864 bytes")
+                    && first.contains("state.remove")
+                    && first.contains("previous content")
+                    && first.contains("codemode prune"),
+                "{first}"
+            );
+            let file = content(&ws, "/big.txt").await.unwrap();
+            assert_eq!(file.len(), original.len() + 7);
+            if dir.is_some() {
+                assert!(grown < 200 * 1048576, "the store grew {grown} bytes");
+            }
+            let report = rt.rollback(&id).await.unwrap();
+            assert_eq!(report.reverted.len(), 7, "{report:?}");
+            assert!(
+                content(&ws, "/big.txt").await.unwrap() == original,
+                "the rollback restored the file exactly"
+            );
+            // The rollback freed the kept copies: appends fit again.
+            ws.change(
+                "/big.txt",
+                FileOp::Append("y".into()),
+                Some("free:0".into()),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::open(dir.path().join("ws.db")).unwrap();
+    run(Arc::new(sqlite), Some(dir.path().to_path_buf())).await;
+    if let Some(db) = ScratchDatabase::for_tests("undo_quota").await.unwrap() {
+        let pg = PostgresStore::connect(db.url()).await.unwrap();
+        run(Arc::new(pg.clone()), None).await;
+        pg.close();
+    }
+}

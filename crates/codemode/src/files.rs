@@ -151,3 +151,37 @@ pub fn check_limits(
     }
     Ok(needed)
 }
+
+/// Checks a change's limits where the quota counts the undo records too: `used` is the bytes
+/// the workspace's files and undo records hold before the change. A keyed change keeps the
+/// file's old content (`old_size` bytes) as its undo record, so that content stays counted;
+/// without a key it is freed. Returns the bytes held after the change, or the outcome to
+/// report when a limit is exceeded: a change that makes the total grow past the quota is
+/// refused (a removal never is).
+pub fn check_limits_with_undo(
+    change: &FileChange,
+    old_size: u64,
+    used: u64,
+    new_size: Option<u64>,
+) -> Result<u64, FileChangeOutcome> {
+    let new = new_size.unwrap_or(0);
+    let kept = if change.key.is_some() { old_size } else { 0 };
+    let needed = used
+        .saturating_sub(old_size)
+        .saturating_add(kept)
+        .saturating_add(new);
+    if new_size.is_some() && new > change.max_file_bytes {
+        return Err(FileChangeOutcome::FileTooLarge {
+            size: new,
+            limit: change.max_file_bytes,
+        });
+    }
+    if new_size.is_some() && needed > used && needed > change.quota_bytes {
+        return Err(FileChangeOutcome::OverQuota {
+            used,
+            needed,
+            quota: change.quota_bytes,
+        });
+    }
+    Ok(needed)
+}

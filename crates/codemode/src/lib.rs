@@ -41,8 +41,8 @@ pub use executor::{
 };
 pub use files::{FileChange, FileChangeOutcome, FileInfo, FileOp, StoredFile, WorkspaceUsage};
 pub use model::{
-    now_ms, Actor, ApprovalScope, Decision, DecisionKind, Execution, LogEntry, Outcome,
-    PendingAction, RevertFailure, RollbackReport, Snippet,
+    audit_view, now_ms, Actor, ApprovalScope, Decision, DecisionKind, Execution, ExecutionSummary,
+    LogEntry, Outcome, PendingAction, RevertFailure, RollbackReport, Snippet, CODE_PREVIEW_CHARS,
 };
 pub use runtime::{
     Approval, CommitObserver, EventObserver, Runtime, RuntimeBuilder, RuntimeEvent, SaveSnippet,
@@ -53,7 +53,10 @@ pub use rust_connector::{RustConnector, RustTool};
 pub use schema_check::schema_problem;
 pub use shape::ResultShape;
 pub use status::{EntryState, ExecutionStatus};
-pub use store::{check_transition, Claim, Commit, Deletion, Lease, Store, StoreError, Transition};
+pub use store::{
+    check_transition, Claim, Commit, Deletion, Lease, Store, StoreError, Transition,
+    DEFAULT_RETENTION_MIN_AGE,
+};
 pub use value::{
     canonical_eq, truncate_result, truncate_text, TruncateOptions, DEFAULT_MAX_EXECUTIONS,
     DEFAULT_PAUSED_TTL_MS, MAX_DURABLE_VALUE_CHARS,

@@ -94,6 +94,75 @@ impl Execution {
     }
 }
 
+/// How many characters of an execution's code a listing carries.
+pub const CODE_PREVIEW_CHARS: usize = 500;
+
+/// One execution as a listing shows it: no log, no result, no console output, and only the
+/// start of its code, so a page of them is small whatever the executions hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionSummary {
+    /// Stable id.
+    pub id: String,
+    /// Where it stands.
+    pub status: ExecutionStatus,
+    /// The first [`CODE_PREVIEW_CHARS`] characters of the code.
+    pub code: String,
+    /// Whether the code is longer than `code`.
+    #[serde(default)]
+    pub code_cut: bool,
+    /// The connector names configured when the execution started.
+    pub connectors: Vec<String>,
+    /// Epoch milliseconds.
+    pub created_at: i64,
+    /// Epoch milliseconds.
+    pub updated_at: i64,
+    /// Log entries, `codemode` steps and SDK calls included.
+    pub entries: u64,
+    /// Connector calls (entries outside the `codemode` namespace).
+    pub calls: u64,
+    /// Entries waiting for approval.
+    pub pending: u64,
+}
+
+impl ExecutionSummary {
+    /// The summary of a whole execution.
+    pub fn of(e: &Execution) -> Self {
+        let count =
+            |keep: &dyn Fn(&LogEntry) -> bool| e.log.iter().filter(|l| keep(l)).count() as u64;
+        ExecutionSummary {
+            id: e.id.clone(),
+            status: e.status,
+            code: e.code.chars().take(CODE_PREVIEW_CHARS).collect(),
+            code_cut: e.code.chars().nth(CODE_PREVIEW_CHARS).is_some(),
+            connectors: e.connectors.clone(),
+            created_at: e.created_at,
+            updated_at: e.updated_at,
+            entries: e.log.len() as u64,
+            calls: count(&|l| l.connector != crate::executor::SDK_NAMESPACE),
+            pending: count(&|l| l.state == crate::status::EntryState::Pending),
+        }
+    }
+}
+
+/// An execution as an audit export reads it: its decisions, and its `applied` and
+/// `reverted` entries and those a decision concerned, without their results or errors; no
+/// code, result, error or console output.
+pub fn audit_view(mut e: Execution) -> Execution {
+    e.code = String::new();
+    e.log.retain(|l| {
+        matches!(l.state, EntryState::Applied | EntryState::Reverted) || !l.decisions.is_empty()
+    });
+    for l in &mut e.log {
+        l.result = None;
+        l.error = None;
+    }
+    e.result = None;
+    e.error = None;
+    e.logs = Vec::new();
+    e
+}
+
 /// Who made a decision: a token's name, `cli`, `elicitation` or `local`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -5,7 +5,7 @@
 //! the caller expects, so that many nodes can share one store and exactly one wins a race.
 
 use crate::files::{FileChange, FileChangeOutcome, FileInfo, StoredFile, WorkspaceUsage};
-use crate::model::{Decision, Execution, LogEntry, PendingAction, Snippet};
+use crate::model::{Decision, Execution, ExecutionSummary, LogEntry, PendingAction, Snippet};
 use crate::status::ExecutionStatus;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -18,6 +18,12 @@ pub struct Lease {
     /// Epoch ms after which another node may take the execution over or expire it.
     pub until_ms: i64,
 }
+
+/// How long, by default, retention keeps a finished execution that holds an approved write
+/// still applied (not reverted), so that it can be audited and rolled back: 7 days, counted
+/// from its last update. The stores prune such an execution only once it is older.
+pub const DEFAULT_RETENTION_MIN_AGE: std::time::Duration =
+    std::time::Duration::from_secs(7 * 24 * 60 * 60);
 
 /// A status change, applied only if the execution is still in `from`.
 #[derive(Debug, Clone, PartialEq)]
@@ -208,6 +214,56 @@ pub trait Store: Send + Sync {
         limit: Option<usize>,
         status: Option<ExecutionStatus>,
     ) -> Result<Vec<Execution>, StoreError>;
+
+    /// At most `limit` executions newest first, as summaries (no log, result or console
+    /// output; the code cut to its start), optionally of one status, starting after the
+    /// execution `before` (the last of the page before; one deleted meanwhile ends the
+    /// listing). The stores read only the summaries' columns and count entries in the
+    /// database; this default reads whole executions.
+    async fn execution_summaries(
+        &self,
+        runtime: &str,
+        status: Option<ExecutionStatus>,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ExecutionSummary>, StoreError> {
+        let all = self.executions(runtime, None, status).await?;
+        let start = match before {
+            None => 0,
+            Some(id) => all
+                .iter()
+                .position(|e| e.id == id)
+                .map_or(all.len(), |i| i + 1),
+        };
+        Ok(all
+            .iter()
+            .skip(start)
+            .take(limit)
+            .map(ExecutionSummary::of)
+            .collect())
+    }
+
+    /// What an audit export of `[since_ms, until_ms)` needs: the executions updated at or
+    /// after `since_ms` and created before `until_ms`, oldest first, at most `limit`, each
+    /// with its decisions and only its `applied` and `reverted` entries and those a decision
+    /// concerned (that carry one), whose results and errors are left out (as are the executions' code, results and console output). The stores filter in
+    /// the database; this default reads whole executions.
+    async fn audit_executions(
+        &self,
+        runtime: &str,
+        since_ms: i64,
+        until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Execution>, StoreError> {
+        let mut all = self.executions(runtime, None, None).await?;
+        all.reverse();
+        Ok(all
+            .into_iter()
+            .filter(|e| e.updated_at >= since_ms && e.created_at < until_ms)
+            .take(limit)
+            .map(crate::model::audit_view)
+            .collect())
+    }
 
     /// Applies a [`Commit`] atomically. Returns false, writing nothing, when the expected
     /// status or the lease owner no longer holds.

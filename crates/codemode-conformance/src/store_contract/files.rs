@@ -41,29 +41,65 @@ pub async fn file_changes_apply_once_per_key_and_count_bytes(store: &dyn Store) 
         applied(Some(2), false, 2, false),
         "a write creates the file"
     );
+    // The quota counts undo records too: the append keeps the 2 bytes before it.
     let a = change("/a", FileOp::Append("xy".into()), Some("e:1"));
     assert_eq!(
         store.change_file(&a).await.unwrap(),
-        applied(Some(4), true, 4, false)
+        applied(Some(4), true, 6, false)
     );
     assert_eq!(
         store.change_file(&a).await.unwrap(),
-        applied(Some(4), true, 4, true),
+        applied(Some(4), true, 6, true),
         "a repeated key must not append twice"
     );
     assert_eq!(text(store, "/a").await.as_deref(), Some("éxy"));
     let info = store.read_file("w", "/a").await.unwrap().unwrap().info;
     assert_eq!((info.size, info.updated_at), (4, 1_000));
+    // A keyed removal keeps the 4 bytes it removed: the workspace still holds 6.
     let r = change("/a", FileOp::Remove, Some("e:2"));
     assert_eq!(
         store.change_file(&r).await.unwrap(),
-        applied(None, true, 0, false)
+        applied(None, true, 6, false)
     );
     assert_eq!(text(store, "/a").await, None);
     let missing = change("/none", FileOp::Remove, None);
     assert_eq!(
         store.change_file(&missing).await.unwrap(),
-        applied(None, false, 0, false)
+        applied(None, false, 6, false)
+    );
+}
+
+/// What a keyed change keeps for its revert counts against the quota until the revert
+/// frees it; a change without a key keeps nothing.
+pub async fn undo_records_count_against_the_quota_until_reverted(store: &dyn Store) {
+    let unkeyed = change("/a", FileOp::Write("0123456789".into()), None);
+    assert_eq!(
+        store.change_file(&unkeyed).await.unwrap(),
+        applied(Some(10), false, 10, false)
+    );
+    let keyed = change("/a", FileOp::Write("abcdefghij".into()), Some("u:0"));
+    assert_eq!(
+        store.change_file(&keyed).await.unwrap(),
+        applied(Some(10), true, 20, false),
+        "the old 10 bytes are kept for the revert"
+    );
+    let append = change("/a", FileOp::Append("!".into()), Some("u:1"));
+    assert_eq!(
+        store.change_file(&append).await.unwrap(),
+        FileChangeOutcome::OverQuota {
+            used: 20,
+            needed: 31,
+            quota: 20
+        }
+    );
+    assert_eq!(text(store, "/a").await.as_deref(), Some("abcdefghij"));
+    assert!(store.revert_file_change("w", "u:0", 2_000).await.unwrap());
+    assert_eq!(text(store, "/a").await.as_deref(), Some("0123456789"));
+    let plain = change("/a", FileOp::Append("!".into()), None);
+    assert_eq!(
+        store.change_file(&plain).await.unwrap(),
+        applied(Some(11), true, 11, false),
+        "the revert freed what it kept"
     );
 }
 

@@ -12,6 +12,7 @@ mod commit;
 mod decisions;
 mod executions;
 mod files;
+mod listing;
 mod queries;
 mod runtimes;
 
@@ -20,6 +21,7 @@ pub use commit::*;
 pub use decisions::*;
 pub use executions::*;
 pub use files::*;
+pub use listing::*;
 pub use queries::*;
 pub use runtimes::*;
 
@@ -55,11 +57,14 @@ macro_rules! for_each_store_contract_case {
             a_duplicate_id_is_a_clear_error_and_writes_nothing,
             executions_list_newest_first_with_their_logs,
             executions_filter_by_status,
+            summaries_page_newest_first_with_counts_and_no_log,
+            the_audit_read_filters_its_window_and_entries_in_the_store,
             delete_removes_the_execution_and_its_log,
             a_hold_excludes_every_other_decision_until_released,
             retention_prunes_the_oldest_terminal_executions_and_never_running_or_paused,
             retention_breaks_created_at_ties_by_insertion_order,
             retention_off_keeps_every_execution,
+            retention_keeps_recent_approved_writes_for_their_audit_and_rollback,
             a_pruned_execution_leaves_no_log_behind,
             stale_finds_old_paused_and_expired_running_executions_only,
             pending_lists_pending_entries_of_paused_executions_newest_first,
@@ -69,6 +74,7 @@ macro_rules! for_each_store_contract_case {
             runtime_names_keep_separate_snippets,
             file_changes_apply_once_per_key_and_count_bytes,
             a_file_change_over_a_limit_writes_nothing,
+            undo_records_count_against_the_quota_until_reverted,
             reverting_file_changes_restores_what_was_there,
             files_list_by_prefix_and_workspaces_stay_apart,
             deleting_or_pruning_an_execution_drops_its_file_undo_records,

@@ -63,6 +63,15 @@ async fn export(State(s): State<SharedState>, Query(q): Query<AuditQuery>) -> Re
     answer.await.unwrap_or_else(IntoResponse::into_response)
 }
 
+impl From<audit::AuditError> for ApiError {
+    fn from(e: audit::AuditError) -> Self {
+        match e {
+            audit::AuditError::Runtime(e) => e.into(),
+            too_wide => ApiError::new(StatusCode::BAD_REQUEST, too_wide.to_string()),
+        }
+    }
+}
+
 fn json(records: &[audit::AuditRecord]) -> ApiResult {
     super::to_json(records)
 }

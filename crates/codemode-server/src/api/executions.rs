@@ -135,13 +135,81 @@ fn optional_body<T: serde::de::DeserializeOwned + Default>(
     })
 }
 
+/// The page `GET /api/executions` answers without `limit`.
+pub const DEFAULT_EXECUTIONS_PAGE: usize = 50;
+/// The largest page `GET /api/executions` answers; a larger `limit` is cut to it.
+pub const MAX_EXECUTIONS_PAGE: usize = 500;
+
 #[derive(Deserialize)]
-struct Limit {
-    limit: Option<usize>,
+struct ListQuery {
+    /// A page of at most this many (default [`DEFAULT_EXECUTIONS_PAGE`], cut to
+    /// [`MAX_EXECUTIONS_PAGE`]); 0, negative or not a number is a 400.
+    limit: Option<String>,
+    /// The page starts after this execution (as the `Link` header says).
+    before: Option<String>,
+    /// Only executions of this status.
+    status: Option<String>,
 }
 
-async fn executions(State(s): State<SharedState>, Query(q): Query<Limit>) -> ApiResult {
-    to_json(s.runtime.executions(q.limit).await?)
+/// The page size a `limit` asks for, or a 400 saying what is accepted.
+fn page_size(limit: Option<&str>) -> Result<usize, ApiError> {
+    let Some(text) = limit else {
+        return Ok(DEFAULT_EXECUTIONS_PAGE);
+    };
+    let bad = || {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "limit must be a whole number from 1 to {MAX_EXECUTIONS_PAGE} (larger ones are cut to {MAX_EXECUTIONS_PAGE}), not {text:?}; page on with before=ID from the Link header"
+            ),
+        )
+    };
+    let digits = text.trim();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    // All digits: only overflow fails, and an overflowing number is a large page.
+    let n = digits.parse::<u128>().unwrap_or(u128::MAX);
+    if n == 0 {
+        return Err(bad());
+    }
+    Ok(usize::try_from(n).map_or(MAX_EXECUTIONS_PAGE, |n| n.min(MAX_EXECUTIONS_PAGE)))
+}
+
+/// `GET /api/executions[?limit=N][&before=ID][&status=S]`: a page of execution summaries
+/// newest first (no logs: `GET /api/executions/{id}` has one with its log); a full page
+/// names the next one in its `Link` header.
+async fn executions(
+    State(s): State<SharedState>,
+    Query(q): Query<ListQuery>,
+) -> Result<Response, ApiError> {
+    let limit = page_size(q.limit.as_deref())?;
+    let status = match q.status.as_deref().filter(|t| !t.is_empty()) {
+        None => None,
+        Some(text) => Some(codemode::ExecutionStatus::parse(text).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("status {text:?} is not one: running, paused, completed, error, rejected, rolled_back, cancelled"),
+            )
+        })?),
+    };
+    let before = q.before.as_deref().filter(|b| !b.is_empty());
+    let page = s.runtime.execution_summaries(status, before, limit).await?;
+    let next = match page.last() {
+        Some(last) if page.len() == limit => {
+            let status = status.map_or(String::new(), |s| format!("&status={s}"));
+            Some(format!(
+                "<?limit={limit}&before={}{status}>; rel=\"next\"",
+                percent_encode(&last.id)
+            ))
+        }
+        _ => None,
+    };
+    let body = to_json(page)?;
+    Ok(match next.and_then(|n| HeaderValue::from_str(&n).ok()) {
+        Some(link) => ([(header::LINK, link)], body).into_response(),
+        None => body.into_response(),
+    })
 }
 
 async fn execution(State(s): State<SharedState>, Path(id): Path<String>) -> ApiResult {

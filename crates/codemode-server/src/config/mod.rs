@@ -55,6 +55,9 @@ pub struct Config {
     pub connectors: BTreeMap<String, ConnectorConfig>,
     /// Terminal executions kept when a new run begins.
     pub max_executions: Option<usize>,
+    /// What retention keeps beyond `max_executions`.
+    #[serde(default)]
+    pub retention: RetentionSection,
     /// The runtime's name: its executions and snippets in the store (default `default`).
     pub runtime: Option<String>,
     /// The `codemode` tool as the model sees it.
@@ -90,6 +93,26 @@ pub enum Isolation {
     Process,
     /// On this process's threads.
     Thread,
+}
+
+/// `[retention]`: what pruning keeps beyond `max_executions`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSection {
+    /// Days a finished execution holding an approved write still applied (not reverted) is
+    /// kept after its last update, however many runs follow, so that it can be audited and
+    /// rolled back (default 7).
+    pub min_age_days: Option<u64>,
+}
+
+impl RetentionSection {
+    /// How long pruning keeps an execution with an approved write still applied.
+    pub fn min_age(&self) -> std::time::Duration {
+        match self.min_age_days {
+            Some(days) => std::time::Duration::from_secs(days.saturating_mul(24 * 60 * 60)),
+            None => codemode::DEFAULT_RETENTION_MIN_AGE,
+        }
+    }
 }
 
 /// `[tool]`: the `codemode` tool as the model sees it.

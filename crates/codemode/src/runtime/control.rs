@@ -4,8 +4,8 @@ use super::Runtime;
 use crate::connector::{CallContext, ExecutionEndStatus};
 use crate::error::RuntimeError;
 use crate::model::{
-    now_ms, Actor, Decision, DecisionKind, Execution, PendingAction, RevertFailure, RollbackReport,
-    Snippet,
+    now_ms, Actor, Decision, DecisionKind, Execution, ExecutionSummary, PendingAction,
+    RevertFailure, RollbackReport, Snippet,
 };
 use crate::status::{EntryState, ExecutionStatus};
 use crate::store::{Claim, Commit, Deletion, Transition};
@@ -315,6 +315,36 @@ impl Runtime {
             .inner
             .store
             .executions(&self.inner.name, limit, None)
+            .await?)
+    }
+
+    /// A page of executions newest first as summaries (no logs), optionally of one status,
+    /// after the execution `before`; see [`Store::execution_summaries`](crate::Store::execution_summaries).
+    pub async fn execution_summaries(
+        &self,
+        status: Option<ExecutionStatus>,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ExecutionSummary>, RuntimeError> {
+        Ok(self
+            .inner
+            .store
+            .execution_summaries(&self.inner.name, status, before, limit)
+            .await?)
+    }
+
+    /// The executions an audit export of `[since_ms, until_ms)` reads, at most `limit`; see
+    /// [`Store::audit_executions`](crate::Store::audit_executions).
+    pub async fn audit_executions(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Execution>, RuntimeError> {
+        Ok(self
+            .inner
+            .store
+            .audit_executions(&self.inner.name, since_ms, until_ms, limit)
             .await?)
     }
 

@@ -1,0 +1,76 @@
+//! Retention never erases an approved write still applied while it is young: after 1,000
+//! later trivial runs with `max_executions = 50`, it is still in the store, in the audit
+//! read and rolled back by rollback. On SQLite, then on PostgreSQL (when a server answers).
+
+use codemode::{EntryState, ExecutionStatus, Outcome, Runtime, Store};
+use codemode_conformance::Probe;
+use codemode_postgres::{PostgresStore, ScratchDatabase};
+use codemode_sqlite::SqliteStore;
+use std::sync::Arc;
+
+async fn an_approved_write_outlives_1000_trivial_runs(store: Arc<dyn Store>) {
+    let probe = Probe::default();
+    let rt = Runtime::builder(
+        store,
+        Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default())),
+    )
+    .connector(probe.connector("probe"))
+    .max_executions(50)
+    .build()
+    .unwrap();
+    let since = codemode::now_ms();
+    let paused = rt
+        .call("async () => { await probe.gated_write({ value: 7 }); return 'written' }")
+        .await
+        .unwrap();
+    assert!(matches!(paused, Outcome::Paused { .. }), "{paused:?}");
+    let id = paused.execution_id().to_string();
+    let done = rt.approve(&id).await.unwrap();
+    assert!(matches!(done, Outcome::Completed { .. }), "{done:?}");
+    for _ in 0..1_000 {
+        let out = rt.call("async () => 1").await.unwrap();
+        assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
+    }
+    let listed = rt.execution_summaries(None, None, 500).await.unwrap();
+    // The prune runs as each run starts: 50 finished runs then, the last run, the write.
+    assert_eq!(listed.len(), 52, "the newest 51 and the approved write");
+    assert_eq!(listed[51].id, id);
+    let audit = rt.audit_executions(since, i64::MAX, 10).await.unwrap();
+    let write = audit
+        .iter()
+        .find(|e| e.id == id)
+        .expect("the write is audited");
+    assert_eq!(write.log[0].method, "gated_write");
+    assert_eq!(write.log[0].state, EntryState::Applied);
+    assert_eq!(write.decisions.len(), 1, "its approval");
+    let report = rt.rollback(&id).await.unwrap();
+    assert_eq!(report.reverted, vec![0], "{report:?}");
+    assert_eq!(
+        rt.execution(&id).await.unwrap().unwrap().status,
+        ExecutionStatus::RolledBack
+    );
+    // Rolled back, it is an ordinary finished run again: the next prune takes it.
+    rt.call("async () => 1").await.unwrap();
+    assert!(rt.execution(&id).await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_write_outlives_1000_trivial_runs_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("c.db")).unwrap();
+    an_approved_write_outlives_1000_trivial_runs(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_write_outlives_1000_trivial_runs_on_postgres() {
+    let Some(db) = ScratchDatabase::for_tests("retention_writes")
+        .await
+        .unwrap()
+    else {
+        assert!(std::env::var_os("CI").is_none(), "CI needs PostgreSQL");
+        return;
+    };
+    let store = PostgresStore::connect(db.url()).await.unwrap();
+    an_approved_write_outlives_1000_trivial_runs(Arc::new(store.clone())).await;
+    store.close();
+}
