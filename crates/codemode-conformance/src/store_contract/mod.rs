@@ -14,6 +14,7 @@ mod executions;
 mod files;
 mod queries;
 mod runtimes;
+mod values;
 
 pub use claim::*;
 pub use commit::*;
@@ -22,6 +23,7 @@ pub use executions::*;
 pub use files::*;
 pub use queries::*;
 pub use runtimes::*;
+pub use values::*;
 
 use codemode::{
     Claim, Commit, EntryState, Execution, ExecutionStatus, Lease, LogEntry, Snippet, Store,
@@ -72,6 +74,7 @@ macro_rules! for_each_store_contract_case {
             reverting_file_changes_restores_what_was_there,
             files_list_by_prefix_and_workspaces_stay_apart,
             deleting_or_pruning_an_execution_drops_its_file_undo_records,
+            text_with_nul_characters_round_trips_exactly,
         }
     };
 }
