@@ -69,3 +69,64 @@ on_both_stores! {
         sqlite_cut_rollback, postgres_cut_rollback),
     (one, nul_characters_round_trip, sqlite_nul_characters, postgres_nul_characters),
 }
+
+/// A store that fails the commit ending a pass (a trigger refuses `completed`): the run ends
+/// `error`, naming the failure, never left `running`, and the caller gets an outcome, not an
+/// `Err` (an HTTP 500 at the server).
+async fn a_failed_last_commit_ends_the_run_as_an_error(store: Arc<dyn Store>) {
+    let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
+    let rt = codemode::Runtime::builder(store, executor)
+        .build()
+        .expect("runtime");
+    let outcome = rt
+        .call("async () => { console.log('hi'); return 1 }")
+        .await
+        .expect("an outcome, not an error");
+    let codemode::Outcome::Error { error, logs, .. } = &outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        error.contains("could not record how this pass ended") && error.contains("refused by test"),
+        "{error}"
+    );
+    assert_eq!(logs, &vec!["hi".to_string()]);
+    let got = rt.execution(outcome.execution_id()).await.unwrap().unwrap();
+    assert_eq!(got.status, codemode::ExecutionStatus::Error);
+    assert_eq!(got.error.as_deref(), Some(error.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_failed_last_commit() {
+    let (dir, a, _b) = sqlite_pair();
+    let conn = rusqlite::Connection::open(dir.path().join("parity.db")).unwrap();
+    conn.execute_batch(
+        "CREATE TRIGGER refuse_completed BEFORE UPDATE OF status ON executions
+         WHEN NEW.status = 'completed' BEGIN SELECT RAISE(ABORT, 'refused by test'); END;",
+    )
+    .unwrap();
+    a_failed_last_commit_ends_the_run_as_an_error(a).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_failed_last_commit() {
+    let Some((db, a, _b)) = postgres_pair("postgres_failed_last_commit").await else {
+        return;
+    };
+    let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "CREATE FUNCTION refuse_completed() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.status = 'completed' THEN RAISE EXCEPTION 'refused by test'; END IF;
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER refuse_completed BEFORE UPDATE ON codemode_executions
+             FOR EACH ROW EXECUTE FUNCTION refuse_completed();",
+        )
+        .await
+        .unwrap();
+    a_failed_last_commit_ends_the_run_as_an_error(a).await;
+}

@@ -188,7 +188,10 @@ async fn run_in(
         entries,
         transition: Some(transition),
     };
-    let won = runtime.commit_traced(&last, Some(&span)).await?;
+    let won = match runtime.commit_traced(&last, Some(&span)).await {
+        Ok(won) => won,
+        Err(e) => return runtime.end_unrecorded(&id, e, last.transition).await,
+    };
     let unsettled = last.entries;
     drop(guard);
     if !won {

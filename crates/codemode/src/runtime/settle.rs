@@ -1,13 +1,15 @@
 //! What a pass still owes once its code has ended: approved writes the code no longer
 //! reached, and, when a cancel took the run from it, the outcomes of writes that ran.
 
+use super::cursor::durable_text;
 use super::pass::{lock, PassHost};
 use super::Runtime;
-use crate::connector::CallContext;
+use crate::connector::{CallContext, ExecutionEndStatus, PassEndStatus};
+use crate::error::RuntimeError;
 use crate::executor::HostCall;
-use crate::model::{now_ms, DecisionKind, LogEntry};
+use crate::model::{now_ms, DecisionKind, LogEntry, Outcome};
 use crate::status::{EntryState, ExecutionStatus};
-use crate::store::{Claim, Commit};
+use crate::store::{Claim, Commit, StoreError, Transition};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -67,6 +69,45 @@ fn approved(entry: &LogEntry) -> bool {
 }
 
 impl Runtime {
+    /// Ends a pass whose last commit the store failed (`failure`) as an error, with its
+    /// console lines and without its entries, so that no run is left `running` by a value
+    /// the store could not take or a failure that passed; the writes it committed as
+    /// `executing` are of unknown outcome, which a rollback reverts. When this fails too,
+    /// the store's first error is returned.
+    pub(super) async fn end_unrecorded(
+        &self,
+        id: &str,
+        failure: StoreError,
+        ended: Option<Transition>,
+    ) -> Result<Outcome, RuntimeError> {
+        let error = durable_text(format!(
+            "the store could not record how this pass ended ({failure}); its calls are kept as far as they were recorded, and a rollback reverts those of unknown outcome"
+        ));
+        let now = now_ms();
+        let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Error, now);
+        t.error = Some(error.clone());
+        t.logs = ended.and_then(|t| t.logs);
+        let logs = t.logs.clone().unwrap_or_default();
+        let commit = Commit {
+            execution_id: id.to_string(),
+            owner: Some(self.inner.node.clone()),
+            entries: Vec::new(),
+            transition: Some(t),
+        };
+        if !matches!(self.commit_traced(&commit, None).await, Ok(true)) {
+            return Err(RuntimeError::Store(failure));
+        }
+        crate::status::note_execution(ExecutionStatus::Running, ExecutionStatus::Error);
+        self.publish_end(id, ExecutionStatus::Error, Some(&error));
+        self.pass_ended(id, PassEndStatus::Error).await;
+        self.dispose(id, ExecutionEndStatus::Error).await;
+        Ok(Outcome::Error {
+            execution_id: id.to_string(),
+            error,
+            logs,
+        })
+    }
+
     /// Records the outcomes of writes a cancelled pass ran (`entries`, its last commit, which
     /// the cancel refused): under a hold of the cancelled run, each entry the store still has
     /// `executing` becomes what the connector did, so that it stays revertible with its result.
