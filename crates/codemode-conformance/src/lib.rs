@@ -10,6 +10,7 @@
 
 pub mod journal;
 pub mod parallel;
+pub mod parity;
 pub mod probe;
 pub mod races;
 pub mod scenario;

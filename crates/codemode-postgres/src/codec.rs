@@ -2,6 +2,7 @@
 
 use codemode::{Decision, EntryState, Execution, ExecutionStatus, LogEntry, StoreError};
 use serde_json::Value;
+use std::borrow::Cow;
 use tokio_postgres::Row;
 
 /// JSON text of a value.
@@ -31,6 +32,42 @@ fn decisions(text: Option<String>, what: &str) -> Result<Vec<Decision>, StoreErr
             serde_json::from_str(&text).map_err(|e| StoreError::Decode(format!("{what}: {e}")))
         }
     }
+}
+
+/// Marks a text stored escaped: the JSON string literal of the text follows it.
+const ESCAPED: char = '\u{1}';
+
+/// A text as PostgreSQL's `text` can hold it: one holding NUL (U+0000), which `text` refuses,
+/// or starting with [`ESCAPED`] is stored as `ESCAPED` followed by its JSON string literal
+/// (NUL written `\u0000`); any other text is stored as it is. [`text_out`] reverses it.
+pub(crate) fn text_in(text: &str) -> Cow<'_, str> {
+    if !text.contains('\0') && !text.starts_with(ESCAPED) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    out.push(ESCAPED);
+    // Serialising a string cannot fail.
+    out.push_str(&serde_json::to_string(text).unwrap_or_default());
+    Cow::Owned(out)
+}
+
+/// [`text_in`] for an optional text.
+pub(crate) fn opt_text_in(text: Option<&str>) -> Option<Cow<'_, str>> {
+    text.map(text_in)
+}
+
+/// A stored text as it was given to [`text_in`].
+pub(crate) fn text_out(stored: String) -> Result<String, StoreError> {
+    match stored.strip_prefix(ESCAPED) {
+        None => Ok(stored),
+        Some(literal) => serde_json::from_str(literal)
+            .map_err(|e| StoreError::Decode(format!("an escaped text: {e}"))),
+    }
+}
+
+/// [`text_out`] for an optional text.
+pub(crate) fn opt_text_out(stored: Option<String>) -> Result<Option<String>, StoreError> {
+    stored.map(text_out).transpose()
 }
 
 /// JSON text of a list of strings.
@@ -147,12 +184,12 @@ pub(crate) fn execution(row: &Row) -> Result<Execution, StoreError> {
     let logs: String = get(row, 5)?;
     let connectors: String = get(row, 6)?;
     Ok(Execution {
-        code: get(row, 1)?,
+        code: text_out(get(row, 1)?)?,
         status: status(&get::<String>(row, 2)?)?,
         log: log(row, 10)?,
         decisions: decisions(get(row, 9)?, &what("decisions"))?,
         result: result.map(|t| value(&t, &what("result"))).transpose()?,
-        error: get(row, 4)?,
+        error: opt_text_out(get(row, 4)?)?,
         logs: strings(&logs, &what("logs"))?,
         connectors: strings(&connectors, &what("connectors"))?,
         created_at: get(row, 7)?,
@@ -209,7 +246,7 @@ fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
                 .take()
                 .map(|t| value(&t, &format!("seq {seq} result")))
                 .transpose()?,
-            error: errors[i].take(),
+            error: opt_text_out(errors[i].take())?,
             approved_args: approved[i]
                 .take()
                 .map(|t| value(&t, &format!("seq {seq} approved args")))

@@ -17,7 +17,8 @@ use tokio_postgres::types::ToSql;
 /// The status CAS (`$3` expected, `$9` the lease owner that must still hold, or NULL and
 /// then no lease may be live at `$8`, unless the change is a cancel, which takes the run
 /// from its pass) and the entries, in one statement. `$10` drops the lease (any status but
-/// `running`); `$11` is a decision to append to the execution's.
+/// `running`); `$11` is a decision to append to the execution's (as text: `jsonb` cannot hold
+/// the `\u0000` a decision's text may carry).
 /// `result`, `error` and `logs` left NULL keep their recorded values.
 fn transition_sql() -> String {
     format!(
@@ -31,8 +32,8 @@ fn transition_sql() -> String {
         lease_owner = CASE WHEN $10::boolean THEN NULL ELSE lease_owner END,
         lease_until_ms = CASE WHEN $10::boolean THEN NULL ELSE lease_until_ms END,
         decisions = CASE WHEN $11::text IS NULL THEN decisions
-                         ELSE (COALESCE(decisions, '[]')::jsonb
-                               || jsonb_build_array($11::text::jsonb))::text END
+                         WHEN decisions IS NULL OR decisions = '[]' THEN '[' || $11::text || ']'
+                         ELSE left(decisions, -1) || ',' || $11::text || ']' END
     WHERE runtime = $1 AND id = $2 AND status = $3
       AND (CASE WHEN $9::text IS NULL THEN lease_until_ms IS NULL OR lease_until_ms < $8
                                        OR ($3 = 'running' AND $4 = 'cancelled')
@@ -121,13 +122,14 @@ pub(crate) async fn commit(
             let drops_lease = t.to != ExecutionStatus::Running;
             let (from, to) = (t.from.as_str(), t.to.as_str());
             let decision = t.decision.as_ref().map(json_decision).transpose()?;
+            let error = crate::codec::opt_text_in(t.error.as_deref());
             let head: [&(dyn ToSql + Sync); 11] = [
                 &runtime,
                 &id,
                 &from,
                 &to,
                 &result,
-                &t.error,
+                &error,
                 &logs,
                 &t.at_ms,
                 &owner,

@@ -1,7 +1,8 @@
 //! Log entries as column arrays, and the upsert that writes them by seq.
 
-use crate::codec::{json, json_decisions, seq_to_sql};
+use crate::codec::{json, json_decisions, opt_text_in, seq_to_sql};
 use codemode::{LogEntry, StoreError};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use tokio_postgres::types::ToSql;
 
@@ -44,7 +45,7 @@ pub(crate) struct EntryArrays<'a> {
     methods: Vec<&'a str>,
     args: Vec<String>,
     results: Vec<Option<String>>,
-    errors: Vec<Option<&'a str>>,
+    errors: Vec<Option<Cow<'a, str>>>,
     approvals: Vec<bool>,
     ephemerals: Vec<bool>,
     states: Vec<&'a str>,
@@ -81,7 +82,7 @@ impl<'a> EntryArrays<'a> {
             a.methods.push(&e.method);
             a.args.push(json(&e.args)?);
             a.results.push(e.result.as_ref().map(json).transpose()?);
-            a.errors.push(e.error.as_deref());
+            a.errors.push(opt_text_in(e.error.as_deref()));
             a.approvals.push(e.requires_approval);
             a.ephemerals.push(e.ephemeral);
             a.states.push(e.state.as_str());

@@ -126,13 +126,15 @@ pub(crate) async fn insert(
     let entries = EntryArrays::new(&execution.log)?;
     let status = execution.status.as_str();
     let decisions = codec::json_decisions(&execution.decisions)?;
+    let code = codec::text_in(&execution.code);
+    let error = codec::opt_text_in(execution.error.as_deref());
     let head: [&(dyn ToSql + Sync); 16] = [
         &runtime,
         &execution.id,
-        &execution.code,
+        &code,
         &status,
         &result,
-        &execution.error,
+        &error,
         &logs,
         &connectors,
         &execution.created_at,

@@ -1,6 +1,6 @@
 //! Snippets, keyed by (runtime, name).
 
-use crate::codec::{get, json, json_strings};
+use crate::codec::{get, json, json_strings, text_in, text_out};
 use crate::error::Ctx;
 use codemode::{Snippet, StoreError};
 use deadpool_postgres::Client;
@@ -21,8 +21,8 @@ fn decode(row: &Row) -> Result<Snippet, StoreError> {
             None => None,
         },
         connectors: serde_json::from_str(&connectors).map_err(|e| bad("connectors", e))?,
-        description: get(row, 1)?,
-        code: get(row, 2)?,
+        description: text_out(get(row, 1)?)?,
+        code: text_out(get(row, 2)?)?,
         saved_at: get(row, 3)?,
         name,
     })
@@ -55,8 +55,8 @@ pub(crate) async fn put(
             &[
                 &runtime,
                 &snippet.name,
-                &snippet.description,
-                &snippet.code,
+                &text_in(&snippet.description),
+                &text_in(&snippet.code),
                 &snippet.saved_at,
                 &schema,
                 &connectors,

@@ -1,5 +1,6 @@
-//! Taking over interrupted runs at start: every execution of this runtime left `running` by a
-//! node that stopped is resumed once its lease has expired.
+//! Taking over interrupted work at start: every execution of this runtime left `running` by a
+//! node that stopped is resumed once its lease has expired, and every rollback cut after a
+//! revert is finished (its decision recorded) once its hold has expired.
 
 use codemode::{ExecutionStatus, Outcome, Runtime, RuntimeError};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ pub fn resume_interrupted(
 ) -> tokio::task::JoinHandle<()> {
     let report = Arc::new(report);
     tokio::spawn(async move {
+        finish_rollbacks(runtime.clone(), report.clone()).await;
         let running = match runtime
             .executions_with_status(ExecutionStatus::Running, None)
             .await
@@ -61,6 +63,48 @@ pub fn resume_interrupted(
             });
         }
     })
+}
+
+/// Finishes every interrupted rollback, each in a task of its own, once its hold expires.
+async fn finish_rollbacks(runtime: Arc<Runtime>, report: Arc<dyn Fn(String) + Send + Sync>) {
+    let ids = match runtime.interrupted_rollbacks().await {
+        Ok(ids) => ids,
+        Err(e) => {
+            report(format!("cannot list interrupted rollbacks to finish: {e}"));
+            return;
+        }
+    };
+    if ids.is_empty() {
+        return;
+    }
+    report(format!(
+        "{} rollback(s) cut before they finished: finishing each once its hold has expired",
+        ids.len()
+    ));
+    let poll =
+        (runtime.lease_duration() / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+    for id in ids {
+        let (runtime, report) = (runtime.clone(), report.clone());
+        tokio::spawn(async move {
+            loop {
+                match runtime.finish_rollback(&id).await {
+                    Ok(done) => {
+                        report(format!(
+                            "finished the interrupted rollback of {id}: {}",
+                            done.status
+                        ));
+                        return;
+                    }
+                    Err(RuntimeError::AlreadyHandled { .. }) => tokio::time::sleep(poll).await,
+                    Err(RuntimeError::UnknownExecution(_)) => return,
+                    Err(e) => {
+                        report(format!("cannot finish the rollback of {id}: {e}"));
+                        return;
+                    }
+                }
+            }
+        });
+    }
 }
 
 fn status(outcome: &Outcome) -> &'static str {

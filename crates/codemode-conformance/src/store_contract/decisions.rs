@@ -1,10 +1,10 @@
 //! Decisions: who decided what and when, kept on the execution and on its entries, and the
 //! cancel that takes a run from the pass holding it.
 
-use super::{commit, entry, insert, read, transition, FAR, RT};
+use super::{commit, entry, insert, lease, read, transition, FAR, RT};
 use codemode::{
-    Actor, ApprovalScope, Commit, Decision, DecisionKind, EntryState, ExecutionStatus, Store,
-    Transition,
+    Actor, ApprovalScope, Claim, Commit, Decision, DecisionKind, EntryState, ExecutionStatus,
+    Store, Transition,
 };
 use serde_json::json;
 
@@ -123,4 +123,48 @@ pub async fn a_cancel_takes_the_run_from_the_pass_holding_it(store: &dyn Store) 
         got,
         "nothing written after the cancel"
     );
+}
+
+/// A cancelled run can be held (by the node whose pass it was) to record what its writes
+/// did: entries committed under the hold are written, the status and decisions stay, and
+/// another hold waits until it is released.
+pub async fn a_cancelled_run_is_held_to_record_its_writes(store: &dyn Store) {
+    insert(store, RT, "e", 1, "pass", FAR).await;
+    let mark = commit("e", Some("pass"), vec![entry(0, EntryState::Executing)]);
+    assert!(store.commit(RT, &mark).await.unwrap(), "the write's mark");
+    let cancel = Commit {
+        transition: Some(
+            Transition::new(ExecutionStatus::Running, ExecutionStatus::Cancelled, 3)
+                .with_decision(decision(DecisionKind::Cancel, "bob", 3, vec![])),
+        ),
+        ..commit("e", None, Vec::new())
+    };
+    assert!(store.commit(RT, &cancel).await.unwrap(), "the cancel");
+    let cancelled = read(store, RT, "e").await;
+    let held = store
+        .hold(RT, "e", ExecutionStatus::Cancelled, &lease("pass", FAR), 4)
+        .await
+        .unwrap();
+    assert_eq!(
+        held,
+        Claim::Won(cancelled.clone()),
+        "the hold reads the run"
+    );
+    let rival = store
+        .hold(RT, "e", ExecutionStatus::Cancelled, &lease("other", FAR), 5)
+        .await
+        .unwrap();
+    assert!(matches!(rival, Claim::Refused(_)), "a second hold waits");
+    let done = commit("e", Some("pass"), vec![entry(0, EntryState::Applied)]);
+    assert!(store.commit(RT, &done).await.unwrap(), "the outcome");
+    assert!(store.release(RT, "e", "pass").await.unwrap(), "the release");
+    let got = read(store, RT, "e").await;
+    assert_eq!(got.log, vec![entry(0, EntryState::Applied)]);
+    assert_eq!(got.status, ExecutionStatus::Cancelled);
+    assert_eq!(got.decisions, cancelled.decisions);
+    let after = store
+        .hold(RT, "e", ExecutionStatus::Cancelled, &lease("other", FAR), 6)
+        .await
+        .unwrap();
+    assert!(after.is_won(), "released: a rollback can hold it");
 }

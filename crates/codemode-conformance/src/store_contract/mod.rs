@@ -15,6 +15,7 @@ mod files;
 mod listing;
 mod queries;
 mod runtimes;
+mod values;
 
 pub use claim::*;
 pub use commit::*;
@@ -24,6 +25,7 @@ pub use files::*;
 pub use listing::*;
 pub use queries::*;
 pub use runtimes::*;
+pub use values::*;
 
 use codemode::{
     Claim, Commit, EntryState, Execution, ExecutionStatus, Lease, LogEntry, Snippet, Store,
@@ -47,6 +49,7 @@ macro_rules! for_each_store_contract_case {
             every_status_transition_is_written_exactly_when_the_contract_allows_it,
             decisions_and_approved_args_are_kept_in_order,
             a_cancel_takes_the_run_from_the_pass_holding_it,
+            a_cancelled_run_is_held_to_record_its_writes,
             only_one_of_two_claims_on_a_paused_execution_wins,
             a_claim_on_a_running_execution_waits_for_its_lease_to_expire,
             a_claim_from_another_status_or_on_a_missing_execution_loses,
@@ -78,6 +81,7 @@ macro_rules! for_each_store_contract_case {
             reverting_file_changes_restores_what_was_there,
             files_list_by_prefix_and_workspaces_stay_apart,
             deleting_or_pruning_an_execution_drops_its_file_undo_records,
+            text_with_nul_characters_round_trips_exactly,
         }
     };
 }

@@ -112,7 +112,49 @@ impl Runtime {
                 return Err(e);
             }
         };
-        self.finish_rollback(&execution, report, decision).await
+        self.end_rollback(&execution, report, decision).await
+    }
+
+    /// Executions a rollback reverted entries of but did not finish (its node stopped after
+    /// a revert, before recording the decision): not `rolled_back`, with a reverted entry.
+    /// [`Runtime::finish_rollback`] finishes each; the server does so at start.
+    pub async fn interrupted_rollbacks(&self) -> Result<Vec<String>, RuntimeError> {
+        let mut ids = Vec::new();
+        for status in [
+            ExecutionStatus::Paused,
+            ExecutionStatus::Completed,
+            ExecutionStatus::Error,
+            ExecutionStatus::Rejected,
+            ExecutionStatus::Cancelled,
+        ] {
+            let found = self.executions_with_status(status, None).await?;
+            ids.extend(
+                found
+                    .into_iter()
+                    .filter(|e| e.log.iter().any(|l| l.state == EntryState::Reverted))
+                    .map(|e| e.id),
+            );
+        }
+        Ok(ids)
+    }
+
+    /// Finishes an interrupted rollback (see [`Runtime::interrupted_rollbacks`]) as the
+    /// person who started it (the last rollback recorded on its reverted entries): what it
+    /// had left is reverted and its decision recorded, once. Refused while its lease holds.
+    pub async fn finish_rollback(
+        &self,
+        execution_id: &str,
+    ) -> Result<RollbackReport, RuntimeError> {
+        let current = self.load(execution_id).await?;
+        let by = current
+            .log
+            .iter()
+            .filter(|e| e.state == EntryState::Reverted)
+            .flat_map(|e| e.decisions.iter())
+            .filter(|d| d.kind == DecisionKind::Rollback)
+            .max_by_key(|d| d.at)
+            .map_or_else(Actor::local, |d| d.by.clone());
+        self.rollback_with(execution_id, by).await
     }
 
     /// Reverts what `execution` (held by this node) applied, committing each revert alone.
@@ -206,19 +248,30 @@ impl Runtime {
         Ok(report)
     }
 
-    /// Ends a rollback: `rolled_back` if anything was reverted, else the hold is released.
-    async fn finish_rollback(
+    /// Ends a rollback: `rolled_back` if anything was reverted, by it or by an earlier
+    /// rollback that was cut before it could say so (its decision then lists every reverted
+    /// seq); else the hold is released.
+    async fn end_rollback(
         &self,
         execution: &Execution,
         mut report: RollbackReport,
         mut decision: Decision,
     ) -> Result<RollbackReport, RuntimeError> {
         let id = execution.id.as_str();
-        if report.reverted.is_empty() || !execution.status.can_become(ExecutionStatus::RolledBack) {
+        let mut reverted: Vec<u64> = execution
+            .log
+            .iter()
+            .filter(|e| e.state == EntryState::Reverted)
+            .map(|e| e.seq)
+            .chain(report.reverted.iter().copied())
+            .collect();
+        reverted.sort_unstable();
+        reverted.dedup();
+        if reverted.is_empty() || !execution.status.can_become(ExecutionStatus::RolledBack) {
             self.release(id).await;
             return Ok(report);
         }
-        decision.seqs = report.reverted.clone();
+        decision.seqs = reverted;
         let t = Transition::new(execution.status, ExecutionStatus::RolledBack, now_ms())
             .with_decision(decision);
         let won = self

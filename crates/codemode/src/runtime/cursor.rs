@@ -40,6 +40,9 @@ pub(super) struct ReplayCursor {
     pub log: BTreeMap<u64, LogEntry>,
     /// Seqs whose entry changed since the last commit.
     dirty: Vec<u64>,
+    /// Entries in a final state (applied, error) whose commit was refused: the pass's last
+    /// commit carries them again, and a cancelled pass settles them (see `settle.rs`).
+    unsaved: Vec<LogEntry>,
     /// The next seq to hand out.
     next: u64,
     /// Set once the pass must stop; every later call aborts.
@@ -61,6 +64,7 @@ impl ReplayCursor {
         ReplayCursor {
             log: log.into_iter().map(|e| (e.seq, e)).collect(),
             dirty: Vec::new(),
+            unsaved: Vec::new(),
             next: 0,
             stop: None,
             log_bytes,
@@ -109,12 +113,25 @@ impl ReplayCursor {
 
     /// The changed entries for the pass's last commit, moved out of the log: no call reads
     /// the log once the sandbox has finished.
+    /// Entries a refused commit carried come first, so that a later change of a seq wins.
     pub fn take_dirty_final(&mut self) -> Vec<LogEntry> {
         self.buffered_bytes = 0;
-        self.dirty_seqs()
-            .into_iter()
-            .filter_map(|s| self.log.remove(&s))
-            .collect()
+        let mut entries = std::mem::take(&mut self.unsaved);
+        for seq in self.dirty_seqs() {
+            entries.extend(self.log.remove(&seq));
+        }
+        entries
+    }
+
+    /// Keeps the entries in a final state of a commit that was refused or failed, for the
+    /// pass's last commit: they record what connectors did. An `executing` mark is dropped:
+    /// its write did not run, since its commit had to succeed first.
+    pub fn keep_unsaved(&mut self, entries: Vec<LogEntry>) {
+        self.unsaved.extend(
+            entries
+                .into_iter()
+                .filter(|e| matches!(e.state, EntryState::Applied | EntryState::Error)),
+        );
     }
 
     /// The changed entries for a commit during the pass: an entry in a final state (applied,

@@ -9,6 +9,7 @@ mod finish;
 mod pass;
 pub(crate) mod registry;
 pub(crate) mod sdk;
+mod settle;
 mod trace;
 pub(crate) mod transform;
 mod watch;

@@ -7,7 +7,7 @@
 //! reads, and leaves a write `executing`, which the next pass runs again with the same
 //! idempotency key.
 
-use super::caps::{Gate, Permit};
+use super::caps::Gate;
 use super::cursor::{durable_text, json_size, Limits, ReplayCursor, Stop};
 use super::delivery::Wait;
 use super::finish::FinishOnDrop;
@@ -33,9 +33,9 @@ use tracing::{Instrument, Span};
 
 /// The host side of one pass.
 pub(super) struct PassHost {
-    runtime: Runtime,
-    execution_id: String,
-    cursor: Arc<Mutex<ReplayCursor>>,
+    pub(super) runtime: Runtime,
+    pub(super) execution_id: String,
+    pub(super) cursor: Arc<Mutex<ReplayCursor>>,
     /// Each write in flight holds a read guard; the pass end takes the write guard, so it
     /// waits for writes the code did not await before it commits.
     writes: Arc<tokio::sync::RwLock<()>>,
@@ -46,7 +46,7 @@ pub(super) struct PassHost {
     /// The calls in flight, within the caps per connector and per execution.
     gate: Arc<Gate>,
     /// The pass's span, the parent of its call and commit spans.
-    span: Span,
+    pub(super) span: Span,
 }
 
 /// Runs one pass of `execution` (already claimed as `running` by this node) inside `span`.
@@ -96,6 +96,9 @@ async fn run_in(
     // A write the code did not await still runs to its end and is recorded before the pass
     // commits: the log never says `executing` for a run that ended.
     drop(host.writes.write().await);
+    if host.signal.cancelled().is_none() {
+        host.run_approved_leftovers().await;
+    }
     let (entries, stop, paused) = {
         let mut cursor = lock(&host.cursor);
         // A cancel that arrived while the pass ran wins over however the code ended.
@@ -179,20 +182,20 @@ async fn run_in(
     };
     let to = transition.to;
     let error = transition.error.clone();
-    let won = runtime
-        .commit_traced(
-            &Commit {
-                execution_id: id.clone(),
-                owner: Some(inner.node.clone()),
-                entries,
-                transition: Some(transition),
-            },
-            Some(&span),
-        )
-        .await?;
+    let last = Commit {
+        execution_id: id.clone(),
+        owner: Some(inner.node.clone()),
+        entries,
+        transition: Some(transition),
+    };
+    let won = match runtime.commit_traced(&last, Some(&span)).await {
+        Ok(won) => won,
+        Err(e) => return runtime.end_unrecorded(&id, e, last.transition).await,
+    };
+    let unsettled = last.entries;
     drop(guard);
     if !won {
-        return lost_claim(runtime, &id).await;
+        return lost_claim(runtime, &id, unsettled).await;
     }
     span.record("codemode.status", to.as_str());
     note_execution(ExecutionStatus::Running, to);
@@ -237,11 +240,18 @@ async fn run_in(
     Ok(outcome)
 }
 
-/// The end of a pass whose last commit was refused: cancelled meanwhile (the cancel already
-/// disposed of it), or expired or taken over by another node.
-async fn lost_claim(runtime: &Runtime, id: &str) -> Result<Outcome, RuntimeError> {
+/// The end of a pass whose last commit (`unsettled`) was refused: cancelled meanwhile (the
+/// cancel already disposed of it; what the pass's writes did is recorded now), or expired
+/// or taken over by another node.
+async fn lost_claim(
+    runtime: &Runtime,
+    id: &str,
+    unsettled: Vec<LogEntry>,
+) -> Result<Outcome, RuntimeError> {
     let now = runtime.load(id).await?;
     if now.status == ExecutionStatus::Cancelled {
+        // The writes that ran stay applied, with their results, and revertible.
+        runtime.settle_cancelled(id, unsettled).await;
         runtime.pass_ended(id, PassEndStatus::Cancelled).await;
         let decision = now
             .decisions
@@ -441,7 +451,7 @@ enum CallPlan {
 }
 
 /// Locks a pass's cursor (a panic under the lock leaves it usable).
-fn lock(cursor: &Mutex<ReplayCursor>) -> MutexGuard<'_, ReplayCursor> {
+pub(super) fn lock(cursor: &Mutex<ReplayCursor>) -> MutexGuard<'_, ReplayCursor> {
     cursor.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -707,22 +717,11 @@ impl PassHost {
             seq,
         };
         let connector = registered.connector.clone();
+        if let Some(entry) = mark {
+            return self.write(connector, call, ctx, *entry, span).await;
+        }
         // Past the caps, the call waits here for its turn, in seq order.
         let permit = self.gate.enter(seq, &call.namespace).await;
-        if let Some(entry) = mark {
-            // Marked `executing` only now: a write still waiting for its turn has not run.
-            {
-                let mut cursor = self.lock();
-                if cursor.stop.is_some() {
-                    return (None, HostReply::Abort);
-                }
-                cursor.set(*entry);
-            }
-            if let Err(stop) = self.flush().await {
-                return (None, self.abort(stop));
-            }
-            return self.write(connector, call, ctx, permit, span).await;
-        }
         let timeout = self.gate.timeout(&call.namespace);
         let outcome = timed(&self.runtime, connector, call, ctx, timeout, span).await;
         drop(permit);
@@ -736,21 +735,44 @@ impl PassHost {
     }
 
     /// Runs a write inline while the sandbox waits for it, and as a task of its own once it
-    /// stops waiting (the code returned without awaiting it), so that it finishes and is
-    /// recorded either way.
-    async fn write(
+    /// stops waiting (the code returned or threw without awaiting it), so that a write the
+    /// pass decided to run (an approved one above all) runs and is recorded either way: it
+    /// waits for its turn within the caps, is marked `executing` (`entry`) and committed,
+    /// runs, and records its outcome.
+    pub(super) async fn write(
         &self,
         connector: Arc<dyn Connector>,
         call: HostCall,
         ctx: CallContext,
-        permit: Permit,
+        entry: LogEntry,
         span: Span,
     ) -> (Option<u64>, HostReply) {
         let seq = ctx.seq;
         let cursor = self.cursor.clone();
         let runtime = self.runtime.clone();
         let timeout = self.gate.timeout(&call.namespace);
+        let gate = self.gate.clone();
+        let flusher = Flusher {
+            runtime: self.runtime.clone(),
+            execution_id: self.execution_id.clone(),
+            cursor: self.cursor.clone(),
+            span: self.span.clone(),
+        };
         let run = async move {
+            // Past the caps, the call waits here for its turn, in seq order.
+            let permit = gate.enter(seq, &call.namespace).await;
+            // Marked `executing` only now: a write still waiting for its turn has not run.
+            {
+                let mut cursor = lock(&cursor);
+                if cursor.stop.is_some() {
+                    return (None, HostReply::Abort);
+                }
+                cursor.set(entry);
+            }
+            if let Err(stop) = flusher.flush().await {
+                lock(&cursor).stop(stop);
+                return (None, HostReply::Abort);
+            }
             let outcome = timed(&runtime, connector, call, ctx, timeout, span).await;
             drop(permit);
             record(&cursor, seq, outcome)
@@ -783,25 +805,14 @@ impl PassHost {
 
     /// Commits every changed entry now, while this node still holds the lease.
     async fn flush(&self) -> Result<(), Stop> {
-        let entries = self.lock().take_dirty();
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let inner = &self.runtime.inner;
-        let commit = Commit {
+        Flusher {
+            runtime: self.runtime.clone(),
             execution_id: self.execution_id.clone(),
-            owner: Some(inner.node.clone()),
-            entries,
-            transition: None,
-        };
-        match self.runtime.commit_traced(&commit, Some(&self.span)).await {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Stop::Fail(
-                "this node lost its claim on the execution (expired or taken over by another node)"
-                    .into(),
-            )),
-            Err(e) => Err(Stop::Fail(format!("the store failed: {e}"))),
+            cursor: self.cursor.clone(),
+            span: self.span.clone(),
         }
+        .flush()
+        .await
     }
 
     /// Answers an SDK call; a step's reply carries its ticket (search, describe and run
@@ -941,6 +952,46 @@ impl PassHost {
         entry.delivered = Some(ticket);
         cursor.set(entry);
         (Some(ticket), HostReply::Value(Value::Null))
+    }
+}
+
+/// What commits a pass's changed entries, owned so that a write finishing as a task of its
+/// own can commit too.
+struct Flusher {
+    runtime: Runtime,
+    execution_id: String,
+    cursor: Arc<Mutex<ReplayCursor>>,
+    span: Span,
+}
+
+impl Flusher {
+    /// Commits every changed entry now, while this node still holds the lease. Entries in a
+    /// final state that a refused commit carried are kept for the pass's end, which records
+    /// them once the run is settled (see `lost_claim`).
+    async fn flush(&self) -> Result<(), Stop> {
+        let entries = lock(&self.cursor).take_dirty();
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let inner = &self.runtime.inner;
+        let commit = Commit {
+            execution_id: self.execution_id.clone(),
+            owner: Some(inner.node.clone()),
+            entries,
+            transition: None,
+        };
+        let written = self.runtime.commit_traced(&commit, Some(&self.span)).await;
+        if !matches!(written, Ok(true)) {
+            lock(&self.cursor).keep_unsaved(commit.entries);
+        }
+        match written {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Stop::Fail(
+                "this node lost its claim on the execution (expired or taken over by another node)"
+                    .into(),
+            )),
+            Err(e) => Err(Stop::Fail(format!("the store failed: {e}"))),
+        }
     }
 }
 
