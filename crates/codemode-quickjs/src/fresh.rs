@@ -55,8 +55,11 @@ impl Fresh {
             .ok_or(rquickjs::Error::Allocation)?;
         let allocator = ArenaAllocator::new(arena.clone(), memory.clone(), limit);
         let runtime = Runtime::new_with_alloc(allocator)?;
-        // The allocator enforces `limit`; QuickJS's own check, a little higher, is a backstop.
-        runtime.set_memory_limit(limit.saturating_add(limit / 8));
+        // The allocator enforces `limit`, and marks the gauge whenever it refuses, so that the
+        // pass ends even if the code catches what the engine throws. QuickJS's own limit stays
+        // off: it would refuse a large request itself, before the allocator saw it, and the
+        // code could catch that and go on.
+        runtime.set_memory_limit(0);
         runtime.set_max_stack_size(options.max_stack_size);
         let clocks = (ffi::wall_micros(), ffi::monotonic_millis());
         let context = Context::full(&runtime)?;
@@ -98,8 +101,8 @@ impl Fresh {
 
 /// The address space to reserve for a runtime of memory limit `limit`, roomiest first: four
 /// times the limit, since blocks that grow leave gaps a larger block cannot use (pages are
-/// taken only when written, and large freed blocks give theirs back); then the limit with
-/// QuickJS's backstop and a margin.
+/// taken only when written, and large freed blocks give theirs back); then one and a half
+/// times the limit and a margin.
 fn arena_capacities(limit: usize) -> Vec<usize> {
     if limit == 0 {
         // No limit: as much address space as a runtime could sensibly use, or what there is.

@@ -283,6 +283,73 @@
     TypedProto.sort = sorts.sort;
     TypedProto.toSorted = sorts.toSorted;
   }
+  // Garbage collection is not something a replay can see (a pass and its replay collect at
+  // different moments), so nothing here depends on it: a `FinalizationRegistry` never calls
+  // its cleanup callback, and a `WeakRef` holds its target (the standard allows both: a
+  // cleanup callback may never be called, and a target need not be collected). The
+  // engine's own would call back into the code, and so make host calls, whenever a
+  // collection happened to run.
+  {
+    const WeakMapCtor = WeakMap;
+    const weakGet = WeakMap.prototype.get;
+    const weakHas = WeakMap.prototype.has;
+    const weakSet = WeakMap.prototype.set;
+    const MapCtor = Map;
+    const mapGet = Map.prototype.get;
+    const mapSet = Map.prototype.set;
+    const mapDelete = Map.prototype.delete;
+    const keyFor = Symbol.keyFor;
+    const toStringTag = Symbol.toStringTag;
+    // What may be held weakly: an object, or a symbol not made by `Symbol.for`.
+    function holdable(value) {
+      return (typeof value === "object" && value !== null) || typeof value === "function" || (typeof value === "symbol" && keyFor(value) === undefined);
+    }
+    const targets = new WeakMapCtor();
+    const tokens = new WeakMapCtor();
+    function refTarget(ref) {
+      if (!call(weakHas, targets, ref)) throw new TypeErrorCtor("WeakRef.prototype.deref called on an object that is not a WeakRef");
+      return call(weakGet, targets, ref);
+    }
+    function registryTokens(registry, method) {
+      const found = call(weakGet, tokens, registry);
+      if (found === undefined) throw new TypeErrorCtor(`FinalizationRegistry.prototype.${method} called on an object that is not a FinalizationRegistry`);
+      return found;
+    }
+    const WeakRefShim = class WeakRef {
+      constructor(target) {
+        if (!holdable(target)) throw new TypeErrorCtor("WeakRef: the target must be an object or a symbol not made by Symbol.for");
+        call(weakSet, targets, this, target);
+      }
+      deref() {
+        return refTarget(this);
+      }
+    };
+    const FinalizationRegistryShim = class FinalizationRegistry {
+      constructor(cleanupCallback) {
+        if (typeof cleanupCallback !== "function") throw new TypeErrorCtor("FinalizationRegistry: the cleanup callback must be a function");
+        call(weakSet, tokens, this, new MapCtor());
+      }
+      register(target, heldValue, unregisterToken) {
+        const registered = registryTokens(this, "register");
+        if (!holdable(target)) throw new TypeErrorCtor("FinalizationRegistry.prototype.register: the target must be an object or a symbol not made by Symbol.for");
+        if (target === heldValue) throw new TypeErrorCtor("FinalizationRegistry.prototype.register: the held value cannot be the target");
+        if (unregisterToken !== undefined) {
+          if (!holdable(unregisterToken)) throw new TypeErrorCtor("FinalizationRegistry.prototype.register: the unregister token must be an object or a symbol not made by Symbol.for");
+          call(mapSet, registered, unregisterToken, true);
+        }
+        return undefined;
+      }
+      unregister(unregisterToken) {
+        const registered = registryTokens(this, "unregister");
+        if (!holdable(unregisterToken)) throw new TypeErrorCtor("FinalizationRegistry.prototype.unregister: the unregister token must be an object or a symbol not made by Symbol.for");
+        return call(mapGet, registered, unregisterToken) === true && call(mapDelete, registered, unregisterToken);
+      }
+    };
+    defineProperty(WeakRefShim.prototype, toStringTag, { value: "WeakRef", writable: false, enumerable: false, configurable: true });
+    defineProperty(FinalizationRegistryShim.prototype, toStringTag, { value: "FinalizationRegistry", writable: false, enumerable: false, configurable: true });
+    defineProperty(g, "WeakRef", { value: WeakRefShim, writable: true, enumerable: false, configurable: true });
+    defineProperty(g, "FinalizationRegistry", { value: FinalizationRegistryShim, writable: true, enumerable: false, configurable: true });
+  }
   {
     const nativeFrom = Array.from;
     const iterator = Symbol.iterator;
@@ -403,8 +470,12 @@
         try {
           const text = stringify(value, lenient);
           return text === undefined ? StringCtor(value) : text;
-        } catch (_) {
-          return "[object with a cycle]";
+        } catch (e) {
+          // Recursion past the stack limit (in a toJSON, say) goes on to end the pass with
+          // the stack limit's message; a cycle or a toJSON that throws is shown as such.
+          if (e instanceof RangeErrorCtor && StringCtor(e.message).indexOf("call stack") >= 0) throw e;
+          if (e instanceof TypeErrorCtor && StringCtor(e.message).indexOf("circular") >= 0) return "[object with a cycle]";
+          return `[object that cannot be shown: ${e instanceof ErrorCtor ? `${e.name}: ${e.message}` : typeof e} thrown]`;
         }
       default:
         return StringCtor(value);

@@ -1,10 +1,11 @@
 //! Counts what a sandbox allocates, so that reaching the memory limit ends the pass.
 //!
 //! QuickJS enforces a limit itself, but only by throwing an ordinary `InternalError` that
-//! model code could catch and go on. So this allocator enforces the configured limit (QuickJS
-//! is given a little more, as a backstop) and, when it refuses an allocation, marks the gauge
-//! exhausted; the interrupt handler then stops the pass for good. The allocator itself is
-//! [`crate::arena::ArenaAllocator`].
+//! model code could catch and go on. So this allocator alone enforces the configured limit
+//! (QuickJS's own is off, so that every refusal is seen here) and, when it refuses an
+//! allocation, marks the gauge exhausted; the pass then ends for good, at the interrupt
+//! handler's next check or before anything else leaves it (a host call, a console line, the
+//! result). The allocator itself is [`crate::arena::ArenaAllocator`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

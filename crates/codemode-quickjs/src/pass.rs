@@ -21,9 +21,10 @@ use crate::caller::CallerThread;
 use crate::compiled::{CodeCache, Prepared};
 use crate::ffi;
 use crate::fresh::{namespace_spec, Fresh, GLUE_KEY};
+use crate::memory::MemoryGauge;
 use crate::normalize::{Normalized, CODE_FILE};
 use crate::options::QuickJsOptions;
-use crate::report::{describe, SNIPPET_FILE};
+use crate::report::{describe, take_thrown, SNIPPET_FILE};
 use crate::turns::{Turn, Turns};
 use crate::values::{may_hold_envelope, parse_sandbox_json};
 
@@ -65,6 +66,8 @@ enum Stop {
     Console = 3,
     Aborted = 4,
     Memory = 5,
+    /// The pass has settled: nothing more may reach the host.
+    Ended = 6,
 }
 
 /// The stop flag, shared with the interrupt handler.
@@ -85,6 +88,7 @@ impl StopFlag {
             3 => Stop::Console,
             4 => Stop::Aborted,
             5 => Stop::Memory,
+            6 => Stop::Ended,
             _ => Stop::Running,
         }
     }
@@ -120,6 +124,8 @@ struct PassState<'js> {
     logs: RefCell<Vec<String>>,
     log_bytes: Cell<usize>,
     stop: Arc<StopFlag>,
+    /// An allocation refused for the limit ends the pass before anything else leaves it.
+    memory: MemoryGauge,
     max_console_bytes: usize,
 }
 
@@ -132,8 +138,17 @@ fn throw_uncatchable(ctx: &Ctx<'_>, message: &str) -> rquickjs::Error {
 }
 
 impl<'js> PassState<'js> {
+    /// Whether the pass goes on (an exhausted memory gauge stops it here, since what the
+    /// code caught after a failed allocation may be no error at all).
+    fn running(&self) -> bool {
+        if self.memory.exhausted() {
+            self.stop.set(Stop::Memory);
+        }
+        self.stop.get() == Stop::Running
+    }
+
     fn call(&self, ctx: Ctx<'js>, id: usize, args: String) -> rquickjs::Result<Promise<'js>> {
-        if self.stop.get() != Stop::Running {
+        if !self.running() {
             return Err(throw_uncatchable(&ctx, "the pass has stopped"));
         }
         let Some((namespace, method)) = self.calls.get(id) else {
@@ -160,7 +175,7 @@ impl<'js> PassState<'js> {
     }
 
     fn log(&self, ctx: Ctx<'js>, level: String, line: String) -> rquickjs::Result<()> {
-        if self.stop.get() != Stop::Running {
+        if !self.running() {
             return Err(throw_uncatchable(&ctx, "the pass has stopped"));
         }
         let line = match level.as_str() {
@@ -337,6 +352,7 @@ pub(crate) fn run_pass(fresh: &Fresh, job: PassJob) -> (ExecuteResult, bool) {
         deadline,
         cancel: &cancel,
         stop: &stop,
+        memory: &fresh.memory,
         turn: &turn,
     };
     let (result, clean) = fresh.context.with(|ctx| driver.run(ctx, host));
@@ -363,6 +379,8 @@ struct Driver<'a> {
     deadline: Instant,
     cancel: &'a AtomicBool,
     stop: &'a Arc<StopFlag>,
+    /// What the runtime holds: an allocation refused for the limit ends the pass.
+    memory: &'a MemoryGauge,
     /// The pass's claim on a turn to run long JavaScript.
     turn: &'a Turn,
 }
@@ -398,11 +416,14 @@ impl Driver<'_> {
             logs: RefCell::new(Vec::new()),
             log_bytes: Cell::new(0),
             stop: self.stop.clone(),
+            memory: self.memory.clone(),
             max_console_bytes: self.options.max_console_bytes,
         });
         let (end, unlinked) = match self.install(&ctx, &state, sdk_base) {
             Ok(helpers) => {
                 let end = self.drive(&ctx, &state, &helpers);
+                // Settled: whatever the code left behind can no longer reach the host.
+                self.stop.set(Stop::Ended);
                 // Plain property writes: no JavaScript runs, so no interrupt can stop them.
                 let unlinked = helpers
                     .link
@@ -483,7 +504,7 @@ impl Driver<'_> {
         helpers: &Helpers<'js>,
         normalized: &Normalized,
     ) -> String {
-        let thrown = ctx.catch();
+        let thrown = take_thrown(ctx);
         describe(
             ctx,
             &thrown,
@@ -509,8 +530,13 @@ impl Driver<'_> {
 
     fn stopped(&self) -> Option<PassEnd> {
         let limit = |what: &str| PassEnd::Failed(what.to_string());
+        // A refused allocation ends the pass even when the code caught what the engine threw
+        // (which, when the engine could not make the error either, is no error at all).
+        if self.memory.exhausted() {
+            self.stop.set(Stop::Memory);
+        }
         match self.stop.get() {
-            Stop::Running => None,
+            Stop::Running | Stop::Ended => None,
             Stop::Aborted => Some(PassEnd::Aborted),
             Stop::Deadline => Some(limit(&time_limit_message(self.options.wall_time))),
             Stop::Cancelled => Some(limit(CANCELLED_MESSAGE)),
@@ -687,8 +713,7 @@ impl Driver<'_> {
                                 if let Some(end) = self.stopped() {
                                     return Err(end);
                                 }
-                                let thrown = ctx.catch();
-                                reject.call::<_, ()>((thrown,))
+                                reject.call::<_, ()>((take_thrown(ctx),))
                             }
                         }
                     }

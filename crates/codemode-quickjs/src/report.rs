@@ -1,6 +1,6 @@
 //! Turning what the sandbox threw into a message the model can act on.
 
-use rquickjs::{Ctx, Object, Value};
+use rquickjs::{Ctx, Exception, Object, Type, Value};
 
 use crate::normalize::{Normalized, CODE_FILE};
 use crate::options::QuickJsOptions;
@@ -24,6 +24,22 @@ fn get_string<'js>(object: &Object<'js>, key: &str) -> Option<String> {
         .ok()
         .and_then(|v| v.as_string().and_then(|s| s.to_string().ok()))
 }
+
+/// What the code threw, taken from `ctx`. A built-in that fails without making an error (the
+/// engine's own allocation failed too) leaves no value at all; the code then gets an `Error`
+/// that says so instead of the engine's internal placeholder.
+pub fn take_thrown<'js>(ctx: &Ctx<'js>) -> Value<'js> {
+    let thrown = ctx.catch();
+    if thrown.type_of() != Type::Uninitialized {
+        return thrown;
+    }
+    Exception::from_message(ctx.clone(), NO_ERROR_VALUE)
+        .map(Exception::into_value)
+        .unwrap_or_else(|_| Value::new_null(ctx.clone()))
+}
+
+/// The message of the error that stands in for a failure that left no error value.
+const NO_ERROR_VALUE: &str = "a built-in failed without an error value (the engine could not make one, most often for want of memory); work on smaller pieces of data";
 
 /// The names the model can use, for the ReferenceError help.
 pub fn globals_help(namespaces: &[String]) -> String {
