@@ -103,4 +103,20 @@ mod tests {
         assert_eq!(first_position(stack), Some((3, 14)));
         assert_eq!(first_position("no frames"), None);
     }
+
+    #[test]
+    fn an_empty_exception_slot_becomes_an_error_that_says_so() {
+        let runtime = rquickjs::Runtime::new().unwrap();
+        let context = rquickjs::Context::full(&runtime).unwrap();
+        context.with(|ctx| {
+            // Nothing thrown: the engine's slot holds its `uninitialized` placeholder.
+            let thrown = take_thrown(&ctx);
+            assert!(thrown.is_error(), "{thrown:?}");
+            let message: String = thrown.as_object().unwrap().get("message").unwrap();
+            assert!(message.contains("without an error value"), "{message}");
+            // A value that was thrown comes back as it was.
+            let _ = ctx.eval::<(), _>("throw 7");
+            assert_eq!(take_thrown(&ctx).as_int(), Some(7));
+        });
+    }
 }
