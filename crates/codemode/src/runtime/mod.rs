@@ -6,6 +6,7 @@ mod cursor;
 mod decide;
 mod delivery;
 mod finish;
+mod flush;
 mod pass;
 pub(crate) mod registry;
 pub(crate) mod sdk;

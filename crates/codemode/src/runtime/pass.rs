@@ -11,6 +11,7 @@ use super::caps::Gate;
 use super::cursor::{durable_text, json_size, Limits, ReplayCursor, Stop};
 use super::delivery::Wait;
 use super::finish::FinishOnDrop;
+use super::flush::{lock, Flusher};
 use super::trace::call_outcome;
 use super::watch::{PassSignal, RuntimeEvent};
 use super::Runtime;
@@ -448,11 +449,6 @@ enum CallPlan {
         args: Option<Value>,
     },
     Abort,
-}
-
-/// Locks a pass's cursor (a panic under the lock leaves it usable).
-pub(super) fn lock(cursor: &Mutex<ReplayCursor>) -> MutexGuard<'_, ReplayCursor> {
-    cursor.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Records the outcome of the call at `seq` and says what the sandbox gets. The outcome is
@@ -952,46 +948,6 @@ impl PassHost {
         entry.delivered = Some(ticket);
         cursor.set(entry);
         (Some(ticket), HostReply::Value(Value::Null))
-    }
-}
-
-/// What commits a pass's changed entries, owned so that a write finishing as a task of its
-/// own can commit too.
-struct Flusher {
-    runtime: Runtime,
-    execution_id: String,
-    cursor: Arc<Mutex<ReplayCursor>>,
-    span: Span,
-}
-
-impl Flusher {
-    /// Commits every changed entry now, while this node still holds the lease. Entries in a
-    /// final state that a refused commit carried are kept for the pass's end, which records
-    /// them once the run is settled (see `lost_claim`).
-    async fn flush(&self) -> Result<(), Stop> {
-        let entries = lock(&self.cursor).take_dirty();
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let inner = &self.runtime.inner;
-        let commit = Commit {
-            execution_id: self.execution_id.clone(),
-            owner: Some(inner.node.clone()),
-            entries,
-            transition: None,
-        };
-        let written = self.runtime.commit_traced(&commit, Some(&self.span)).await;
-        if !matches!(written, Ok(true)) {
-            lock(&self.cursor).keep_unsaved(commit.entries);
-        }
-        match written {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Stop::Fail(
-                "this node lost its claim on the execution (expired or taken over by another node)"
-                    .into(),
-            )),
-            Err(e) => Err(Stop::Fail(format!("the store failed: {e}"))),
-        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! reached, and, when a cancel took the run from it, the outcomes of writes that ran.
 
 use super::cursor::durable_text;
-use super::pass::{lock, PassHost};
+use super::flush::lock;
+use super::pass::PassHost;
 use super::Runtime;
 use crate::connector::{CallContext, ExecutionEndStatus, PassEndStatus};
 use crate::error::RuntimeError;
