@@ -5,8 +5,6 @@ use anyhow::{bail, Context, Result};
 use codemode_mcp::{McpConfig, McpTransport};
 use codemode_server::admission::{AdmissionOptions, DEFAULT_MAX_QUEUED, DEFAULT_MAX_RUNNING};
 use codemode_server::auth::Tokens;
-use codemode_server::events::{StreamLimits, DEFAULT_MAX_STREAMS, DEFAULT_MAX_STREAMS_PER_CLIENT};
-use codemode_server::listen::ListenOptions;
 use codemode_server::ServerOptions;
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,24 +132,9 @@ async fn serve_with(
             max_running: limits.max_running.unwrap_or(DEFAULT_MAX_RUNNING),
             max_queued: limits.max_queued.unwrap_or(DEFAULT_MAX_QUEUED),
         },
-        streams: StreamLimits {
-            max_streams: limits.max_event_streams.unwrap_or(DEFAULT_MAX_STREAMS),
-            max_per_client: limits
-                .max_event_streams_per_client
-                .unwrap_or(DEFAULT_MAX_STREAMS_PER_CLIENT),
-        },
+        streams: limits.stream_limits(),
     };
-    let defaults = ListenOptions::default();
-    let listen_options = ListenOptions {
-        header_timeout: limits
-            .header_timeout_ms
-            .map_or(defaults.header_timeout, Duration::from_millis),
-        idle_timeout: limits
-            .idle_timeout_ms
-            .map_or(defaults.idle_timeout, Duration::from_millis),
-        max_connections: limits.max_connections.unwrap_or(defaults.max_connections),
-        reserve: limits.reserved_connections.unwrap_or(defaults.reserve),
-    };
+    let listen_options = limits.listen_options();
     let example = codemode_server::text::example_code(&runtime);
     let router = codemode_server::router(runtime.clone(), options);
     eprintln!("codemode serving on {base}");

@@ -432,7 +432,7 @@ fn repeated_wrong_tokens_are_rate_limited_and_the_right_token_is_still_admitted(
 #[test]
 fn idle_half_sent_and_surplus_connections_are_closed() {
     let dir = tempfile::tempdir().unwrap();
-    let text = "[limits]\nheader_timeout_ms = 400\nmax_connections = 2\n";
+    let text = "[limits]\nheader_timeout_ms = 400\nmax_connections = 2\nreserved_connections = 0\n";
     let file = config(dir.path(), text);
     let server = serve(
         dir.path(),
@@ -458,12 +458,25 @@ fn idle_half_sent_and_surplus_connections_are_closed() {
     let mut half = open();
     half.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n").as_bytes())
         .unwrap();
-    // Both slots are taken: a third connection is answered 503 and closed.
-    let third = closed_within(open());
+    // Both slots are taken (neither is idle long enough to be closed for room): a third
+    // connection gets one answer, 503 for anything but `/healthz`, and is closed.
+    let mut third = open();
+    third
+        .write_all(format!("GET /api/pending HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .unwrap();
+    let third = closed_within(third);
     assert!(
-        third.starts_with("HTTP/1.1 503") && third.contains("max_connections"),
+        third.starts_with("HTTP/1.1 503")
+            && third.contains("max_connections")
+            && third.to_ascii_lowercase().contains("retry-after: 1"),
         "{third}"
     );
+    let mut health = open();
+    health
+        .write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .unwrap();
+    let health = closed_within(health);
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     assert_eq!(closed_within(idle), "");
     assert!(!closed_within(half).contains("200 OK"));
     // A kept-alive connection left idle after an answer is closed too.

@@ -180,6 +180,32 @@ pub struct Limits {
     pub max_result_tokens: Option<usize>,
 }
 
+impl Limits {
+    /// How the listener accepts and keeps connections, as these limits say (defaults where
+    /// unset).
+    pub fn listen_options(&self) -> crate::listen::ListenOptions {
+        let d = crate::listen::ListenOptions::default();
+        let ms = |v: Option<u64>, default| v.map_or(default, std::time::Duration::from_millis);
+        crate::listen::ListenOptions {
+            header_timeout: ms(self.header_timeout_ms, d.header_timeout),
+            idle_timeout: ms(self.idle_timeout_ms, d.idle_timeout),
+            max_connections: self.max_connections.unwrap_or(d.max_connections),
+            reserve: self.reserved_connections.unwrap_or(d.reserve),
+        }
+    }
+
+    /// How many event streams may be open, as these limits say (defaults where unset).
+    pub fn stream_limits(&self) -> crate::events::StreamLimits {
+        let d = crate::events::StreamLimits::default();
+        crate::events::StreamLimits {
+            max_streams: self.max_event_streams.unwrap_or(d.max_streams),
+            max_per_client: self
+                .max_event_streams_per_client
+                .unwrap_or(d.max_per_client),
+        }
+    }
+}
+
 /// Bearer-token auth.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
