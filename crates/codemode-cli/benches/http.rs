@@ -19,6 +19,9 @@
 //! `CODEMODE_BENCH_BASELINE=/path/to/an/older/codemode` also starts that build and takes every
 //! sample from both servers in the same round (alternating which goes first), so the
 //! columns share the machine's state at every moment; the last columns are new / baseline.
+//! `CODEMODE_BENCH_THREADS=1` also starts this build with `[sandbox] isolation = "thread"`
+//! (passes on the server's own threads instead of sandbox processes), measured the same way:
+//! its columns are the cost of the process boundary (this / threads).
 //! `CODEMODE_BENCH_TELEMETRY=1` also starts this build with OpenTelemetry on, exporting to a
 //! local OTLP receiver (in this process, answering every POST at once), measured the same way:
 //! its columns are the cost of traces (on / off).
@@ -265,6 +268,18 @@ fn main() {
         std::fs::create_dir_all(&theirs).unwrap();
         subjects.push(Subject::start(&baseline, &theirs, &[]));
         labels.push("base");
+    }
+    if std::env::var_os("CODEMODE_BENCH_THREADS").is_some() {
+        // The same build with passes on its own threads: the sandbox processes' cost.
+        let threads = dir.path().join("threads");
+        std::fs::create_dir_all(&threads).unwrap();
+        std::fs::write(
+            threads.join("codemode.toml"),
+            "[sandbox]\nisolation = \"thread\"\n",
+        )
+        .unwrap();
+        subjects.push(Subject::start(common::BIN, &threads, &[]));
+        labels.push("threads");
     }
     if std::env::var_os("CODEMODE_BENCH_TELEMETRY").is_some() {
         let traced = dir.path().join("traced");
