@@ -21,7 +21,9 @@ use codemode::{ExecuteRequest, Host, HostCall, HostReply, Namespace, PassEnd};
 use futures::future::BoxFuture;
 
 use super::confine;
-use super::protocol::{read_frame, write_frame, FromChild, Limits, ToChild, MAX_PARENT_FRAME};
+use super::protocol::{
+    encode, read_frame, write_frame, FromChild, Limits, ToChild, MAX_PARENT_FRAME,
+};
 use crate::compiled::CodeCache;
 use crate::options::QuickJsOptions;
 use crate::pass::{run_pass, PassJob};
@@ -43,12 +45,42 @@ pub fn run_worker() -> ! {
 }
 
 /// Frames to the parent, written whole by one thread at a time.
-struct Output(Mutex<io::Stdout>);
+struct Output(Mutex<OutputState>);
+
+struct OutputState {
+    out: io::Stdout,
+    /// Frames held until the next one sent ([`Output::hold`]).
+    held: Vec<u8>,
+}
 
 impl Output {
+    fn new() -> Self {
+        Output(Mutex::new(OutputState {
+            out: io::stdout(),
+            held: Vec::new(),
+        }))
+    }
+
+    /// Sends `frame` after every frame held before it.
     fn send(&self, frame: &FromChild) -> io::Result<()> {
-        let mut out = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        write_frame(&mut *out, frame)
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if state.held.is_empty() {
+            return write_frame(&mut state.out, frame);
+        }
+        let mut bytes = std::mem::take(&mut state.held);
+        bytes.extend_from_slice(&encode(frame));
+        let written = state.out.write_all(&bytes).and_then(|()| state.out.flush());
+        bytes.clear();
+        state.held = bytes;
+        written
+    }
+
+    /// Keeps `frame` to go out with the next frame sent: a call goes with its `Polled`, so a
+    /// call awaited at once costs one write.
+    fn hold(&self, frame: &FromChild) {
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let bytes = encode(frame);
+        state.held.extend_from_slice(&bytes);
     }
 }
 
@@ -73,7 +105,7 @@ enum Job {
 
 fn serve() -> io::Result<()> {
     let mut input = io::stdin().lock();
-    let output = Arc::new(Output(Mutex::new(io::stdout())));
+    let output = Arc::new(Output::new());
     let limits = match read_frame::<ToChild>(&mut input, MAX_PARENT_FRAME) {
         Ok(Some(ToChild::Init(limits))) => limits,
         Ok(None) => return Ok(()),
@@ -262,13 +294,11 @@ impl ChannelHost {
             method: call.method,
             args: call.args,
         };
-        if self.output.send(&frame).is_err() {
-            // The parent is gone: nothing will answer, and the process ends.
-            std::process::exit(1);
-        }
+        self.output.hold(&frame);
         ReplyFuture {
             id,
             replies: self.replies.clone(),
+            output: Some(self.output.clone()),
         }
     }
 }
@@ -368,12 +398,21 @@ impl Replies {
 struct ReplyFuture {
     id: u64,
     replies: Arc<Replies>,
+    /// Until the first poll, which tells the parent it may start on the call.
+    output: Option<Arc<Output>>,
 }
 
 impl Future for ReplyFuture {
     type Output = HostReply;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<HostReply> {
-        self.replies.poll(self.id, cx)
+        let this = self.get_mut();
+        if let Some(output) = this.output.take() {
+            if output.send(&FromChild::Polled { id: this.id }).is_err() {
+                // The parent is gone: nothing will answer, and the process ends.
+                std::process::exit(1);
+            }
+        }
+        this.replies.poll(this.id, cx)
     }
 }

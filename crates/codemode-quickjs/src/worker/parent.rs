@@ -203,6 +203,8 @@ async fn run(
     }
     let stop = host.stop_flag();
     let mut cancelled_at: Option<Instant> = None;
+    // Calls the code made and the sandbox has not polled yet, then those it has.
+    let mut made = std::collections::HashMap::new();
     let mut calls = FuturesUnordered::new();
     let mut logs: Vec<String> = Vec::new();
     let mut log_bytes = 0usize;
@@ -217,8 +219,14 @@ async fn run(
             biased;
             frame = proc.reader.next::<FromChild>() => match frame {
                 Ok(Some(FromChild::Call { id, namespace, method, args })) => {
-                    // Made now, in the order the code made the calls.
+                    // Made now, in the order the code made the calls; started once polled.
                     let future = host.clone().call_shared(HostCall { namespace, method, args });
+                    made.insert(id, future);
+                }
+                Ok(Some(FromChild::Polled { id })) => {
+                    let Some(future) = made.remove(&id) else {
+                        return reject(proc, format!("a poll of call {id}, which it never made"), logs).await;
+                    };
                     calls.push(async move { (id, future.await) });
                 }
                 Ok(Some(FromChild::Console(line))) => {

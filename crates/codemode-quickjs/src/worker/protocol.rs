@@ -163,6 +163,10 @@ pub(crate) enum FromChild {
         method: String,
         args: Value,
     },
+    /// The sandbox ran out of jobs with call `id` waiting: the host may start on it now. A
+    /// call's future is first polled then in-process too, so the host has seen every call of
+    /// a burst (a `Promise.all`) before it answers any of them.
+    Polled { id: u64 },
     /// The code wrote a console line.
     Console(String),
     /// The pass ended; `spent`: the process should not run another (it exits).
