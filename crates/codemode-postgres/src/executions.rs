@@ -101,11 +101,16 @@ SELECT count(*) FROM pruned",
 });
 
 /// [`INSERT`] for a runtime that keeps every execution: no prune, which would walk every
-/// terminal execution to find none past `$13` (the maximum; `$16` and `$17` go unused too).
+/// terminal execution to find none past `$13` (the maximum; `$16` goes unused too). Archived
+/// audit records last updated before `$17` still expire.
 static INSERT_KEEPING_ALL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{} SELECT $13::bigint * 0 + $16::bigint * 0 + $17::bigint * 0",
-        insert_ctes()
+        "{}, expired AS (
+    {}
+)
+SELECT $13::bigint * 0 + $16::bigint * 0",
+        insert_ctes(),
+        archive::expire_sql("$17", &taken_sql(PruneTurn::SkipIfBusy))
     )
 });
 

@@ -40,7 +40,8 @@ fn decided(id: &str, at: i64) -> Execution {
 
 /// An execution pruned and another deleted keep their decisions and entries in the audit
 /// read exactly as before, within its window and limit; an archived record older than the
-/// audit retention (90 days by default) is gone after the next prune, a younger one stays.
+/// audit retention (90 days by default) is gone after the next prune (an explicit one or an
+/// insert's, retention by count on or off), a younger one stays.
 pub async fn the_audit_trail_outlives_pruning_and_deletion_until_its_max_age(store: &dyn Store) {
     let now = codemode::now_ms();
     for (id, at) in [
@@ -97,4 +98,20 @@ pub async fn the_audit_trail_outlives_pruning_and_deletion_until_its_max_age(sto
     );
     let ancient = read(0, now - 50 * DAY_MS, 10).await.unwrap();
     assert!(ancient.is_empty(), "the expired record is not read");
+
+    // The prune on each insert expires old records too, even with retention by count off.
+    insert_execution(store, RT, &decided("old", now - 95 * DAY_MS), 1_000).await;
+    move_through(store, RT, "old", &[Completed], now - 95 * DAY_MS + 50).await;
+    let gone = store.delete_execution(RT, "old", now).await.unwrap();
+    assert_eq!(gone, Deletion::Deleted(Completed));
+    assert_eq!(ids(&read(0, now - 50 * DAY_MS, 10).await.unwrap()), ["old"]);
+    insert_execution(store, RT, &execution("next", now), usize::MAX).await;
+    assert!(
+        read(0, now - 50 * DAY_MS, 10).await.unwrap().is_empty(),
+        "an insert's prune drops the record older than the audit retention"
+    );
+    assert_eq!(
+        ids(&read(0, i64::MAX, 10).await.unwrap()),
+        ["pruned", "deleted", "young", "next"]
+    );
 }
