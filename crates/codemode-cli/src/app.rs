@@ -167,7 +167,8 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
             let store = Arc::new(
                 SqliteStore::open(db_path)
                     .with_context(|| format!("cannot open the store {}", db_path.display()))?
-                    .with_retention_min_age(settings.config.retention.min_age()),
+                    .with_retention_min_age(settings.config.retention.min_age())
+                    .with_audit_max_age(settings.config.retention.audit_max_age()),
             );
             let tasks = match settings.demo {
                 true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(store.clone())?)),
@@ -188,7 +189,8 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
             let store = codemode_postgres::PostgresStore::connect(url)
                 .await
                 .with_context(|| format!("cannot open the store {shown}"))?
-                .with_retention_min_age(settings.config.retention.min_age());
+                .with_retention_min_age(settings.config.retention.min_age())
+                .with_audit_max_age(settings.config.retention.audit_max_age());
             let tasks = match settings.demo {
                 true => Some(demo::Tasks::Postgres(demo::PgTasks::open(url).await?)),
                 false => None,

@@ -1,5 +1,6 @@
 //! The audit export matches the decisions made, in order, on SQLite and on PostgreSQL: over
-//! `GET /api/audit`, `codemode --server URL audit` and `codemode audit` on the store itself.
+//! `GET /api/audit`, `codemode --server URL audit` and `codemode audit` on the store itself,
+//! also once the runs that recorded them were deleted.
 //!
 //! PostgreSQL: the server of `CODEMODE_TEST_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`), in a scratch database dropped at the end.
@@ -132,6 +133,29 @@ async fn audit_matches_the_decisions(store: &str, local: bool) {
         .collect();
     assert_eq!(early.as_array().unwrap(), &earlier);
     assert!(!earlier.is_empty() && earlier.len() + later.len() == all.len());
+
+    // Deleting the rejected and the rolled-back runs, and pruning to none (the approved
+    // write stays, young), leaves the export as it was: their audit trail is archived.
+    for id in [&b, &r] {
+        let gone = c
+            .delete(format!("{base}/api/executions/{id}"))
+            .header("content-type", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(gone.status(), 200, "deleting {id}");
+        let (status, _) = get(&c, format!("{base}/api/executions/{id}")).await;
+        assert_eq!(status, 404, "{id} is gone");
+    }
+    let (status, body) = post(&c, format!("{base}/api/prune"), json!({"keep": 0})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, after) = get(&c, format!("{base}/api/audit?since={since}")).await;
+    assert_eq!(status, 200, "{after}");
+    assert_eq!(
+        after.as_array().unwrap(),
+        &all,
+        "the decisions of deleted runs are still exported"
+    );
 
     // The same records from the CLI through the server, with --since in RFC 3339.
     let rfc = codemode_server::when::rfc3339(since);

@@ -145,7 +145,7 @@ const AUDIT_COLUMNS: &str = "
 
 /// The applied and reverted entries of `e` and those a decision concerned, without results
 /// or errors, one array a column.
-const AUDIT_LOG_JOIN: &str = "
+pub(crate) const AUDIT_LOG_JOIN: &str = "
 CROSS JOIN LATERAL (
     SELECT array_agg(seq ORDER BY seq) AS seqs,
            array_agg(connector ORDER BY seq) AS connectors,

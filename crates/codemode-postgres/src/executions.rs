@@ -1,5 +1,6 @@
 //! Executions: insert with retention, reads with their logs, delete, prune, stale, pending.
 
+use crate::archive;
 use crate::codec::{self, get, json, json_strings, seq_from_sql, status, value};
 use crate::entries::{upsert_entries, EntryArrays};
 use crate::error::{map_error, Ctx};
@@ -37,14 +38,7 @@ enum PruneTurn {
 /// Prunes of one runtime take turns under a transaction's advisory lock, taken before any
 /// row is touched: two of them deleting the same old rows in different orders deadlocked.
 fn prune_sql(keep: &str, since: &str, turn: PruneTurn) -> String {
-    let taken = match turn {
-        PruneTurn::SkipIfBusy => {
-            format!("(SELECT pg_try_advisory_xact_lock({PRUNE_LOCK}, hashtext($1)))")
-        }
-        PruneTurn::Wait => {
-            format!("(SELECT true FROM pg_advisory_xact_lock({PRUNE_LOCK}, hashtext($1)) AS taken)")
-        }
-    };
+    let taken = taken_sql(turn);
     format!(
         "DELETE FROM codemode_executions
     WHERE {taken}
@@ -62,26 +56,63 @@ fn prune_sql(keep: &str, since: &str, turn: PruneTurn) -> String {
     )
 }
 
+/// Whether the prune's advisory lock is taken (a prune takes it again in its transaction).
+fn taken_sql(turn: PruneTurn) -> String {
+    match turn {
+        PruneTurn::SkipIfBusy => {
+            format!("(SELECT pg_try_advisory_xact_lock({PRUNE_LOCK}, hashtext($1)))")
+        }
+        PruneTurn::Wait => {
+            format!("(SELECT true FROM pg_advisory_xact_lock({PRUNE_LOCK}, hashtext($1)) AS taken)")
+        }
+    }
+}
+
+/// The common table expressions that follow a prune's `pruned`: the undo records of the
+/// pruned executions deleted, their audit records archived, and archived records last
+/// updated before `audit_since` (a parameter) deleted.
+fn after_prune_sql(audit_since: &str, turn: PruneTurn) -> String {
+    format!(
+        "undo AS (
+    {}
+), archived AS (
+    {}
+), expired AS (
+    {}
+)",
+        undo_sql("pruned"),
+        archive::archive_sql("pruned"),
+        archive::expire_sql(audit_since, &taken_sql(turn))
+    )
+}
+
 /// Insert, its entries and the prune as one statement: one round trip, one transaction.
 /// The prune does not see the new row, which is not terminal anyway.
 static INSERT: LazyLock<String> = LazyLock::new(|| {
     format!(
         "{}, pruned AS (
     {}
-), undo AS (
-    {}
-)
+), {}
 SELECT count(*) FROM pruned",
         insert_ctes(),
         prune_sql("$13", "$16", PruneTurn::SkipIfBusy),
-        undo_sql("pruned")
+        after_prune_sql("$17", PruneTurn::SkipIfBusy)
     )
 });
 
 /// [`INSERT`] for a runtime that keeps every execution: no prune, which would walk every
-/// terminal execution to find none past `$13` (the maximum; `$16` goes unused too).
-static INSERT_KEEPING_ALL: LazyLock<String> =
-    LazyLock::new(|| format!("{} SELECT $13::bigint * 0 + $16::bigint * 0", insert_ctes()));
+/// terminal execution to find none past `$13` (the maximum; `$16` goes unused too). Archived
+/// audit records last updated before `$17` still expire.
+static INSERT_KEEPING_ALL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{}, expired AS (
+    {}
+)
+SELECT $13::bigint * 0 + $16::bigint * 0",
+        insert_ctes(),
+        archive::expire_sql("$17", &taken_sql(PruneTurn::SkipIfBusy))
+    )
+});
 
 /// The insert and its entries, as the first common table expressions of a statement.
 fn insert_ctes() -> String {
@@ -95,15 +126,15 @@ fn insert_ctes() -> String {
 ), entries AS (
     {}
 )",
-        upsert_entries(17)
+        upsert_entries(18)
     )
 }
 
 static PRUNE: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "WITH pruned AS ({}), undo AS ({}) SELECT count(*) FROM pruned",
+        "WITH pruned AS ({}), {} SELECT count(*) FROM pruned",
         prune_sql("$2", "$3", PruneTurn::Wait),
-        undo_sql("pruned")
+        after_prune_sql("$4", PruneTurn::Wait)
     )
 });
 
@@ -114,7 +145,7 @@ pub(crate) async fn insert(
     runtime: &str,
     execution: &Execution,
     lease: &Lease,
-    (keep, protect_since_ms): (usize, i64),
+    (keep, protect_since_ms, audit_since_ms): (usize, i64, i64),
 ) -> Result<usize, StoreError> {
     let result = execution.result.as_ref().map(json).transpose()?;
     let logs = json_strings(&execution.logs)?;
@@ -128,7 +159,7 @@ pub(crate) async fn insert(
     let decisions = codec::json_decisions(&execution.decisions)?;
     let code = codec::text_in(&execution.code);
     let error = codec::opt_text_in(execution.error.as_deref());
-    let head: [&(dyn ToSql + Sync); 16] = [
+    let head: [&(dyn ToSql + Sync); 17] = [
         &runtime,
         &execution.id,
         &code,
@@ -145,6 +176,7 @@ pub(crate) async fn insert(
         &decisions,
         &execution.traceparent,
         &protect_since_ms,
+        &audit_since_ms,
     ];
     let params: Vec<&(dyn ToSql + Sync)> = head.into_iter().chain(entries.params()).collect();
     let sql = if keep == i64::MAX {
@@ -170,13 +202,15 @@ pub(crate) async fn insert(
 }
 
 /// Deletes terminal executions beyond the newest `keep`, except those holding an approved
-/// write still applied that were updated at or after `protect_since_ms`.
+/// write still applied that were updated at or after `protect_since_ms`, archiving their
+/// audit records; deletes archived records last updated before `audit_since_ms`.
 pub(crate) async fn prune(
     client: &Client,
     loc: &str,
     runtime: &str,
     keep: usize,
     protect_since_ms: i64,
+    audit_since_ms: i64,
 ) -> Result<usize, StoreError> {
     let keep = i64::try_from(keep).unwrap_or(i64::MAX);
     let stmt = client
@@ -184,7 +218,10 @@ pub(crate) async fn prune(
         .await
         .ctx(loc, "preparing a prune")?;
     let row = client
-        .query_one(&stmt, &[&runtime, &keep, &protect_since_ms])
+        .query_one(
+            &stmt,
+            &[&runtime, &keep, &protect_since_ms, &audit_since_ms],
+        )
         .await
         .ctx(loc, "pruning executions")?;
     Ok(usize::try_from(get::<i64>(&row, 0)?).unwrap_or(0))
@@ -200,17 +237,21 @@ static DELETE: LazyLock<String> = LazyLock::new(|| {
     RETURNING status, id
 ), undo AS (
     {}
+), archived AS (
+    {}
 )
 SELECT status, true FROM gone
 UNION ALL
 SELECT status, false FROM codemode_executions
 WHERE runtime = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM gone)",
-        undo_sql("gone")
+        undo_sql("gone"),
+        archive::archive_sql("gone")
     )
 });
 
-/// Deletes one terminal execution (its log by cascade, its workspace undo records too)
-/// unless a lease live at `now_ms` holds it; a refused delete reads the status it found.
+/// Deletes one terminal execution (its log by cascade, its workspace undo records too, its
+/// audit record archived) unless a lease live at `now_ms` holds it; a refused delete reads
+/// the status it found.
 pub(crate) async fn delete(
     client: &Client,
     loc: &str,

@@ -13,6 +13,7 @@
 //! an execution with its whole log (entries aggregated into arrays) each cost one round trip.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+mod archive;
 mod codec;
 mod commit;
 mod connect;
@@ -44,6 +45,8 @@ pub struct PostgresStore {
     location: String,
     /// How long pruning keeps an execution holding an approved write still applied.
     min_age_ms: i64,
+    /// How long the audit archive keeps a removed execution's audit record.
+    audit_max_age_ms: i64,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -61,6 +64,18 @@ impl PostgresStore {
     pub fn with_retention_min_age(mut self, min_age: std::time::Duration) -> Self {
         self.min_age_ms = duration_ms(min_age);
         self
+    }
+
+    /// Prunes delete the archived audit record of a pruned or deleted execution once its
+    /// last update is `max_age` old (default [`codemode::DEFAULT_AUDIT_MAX_AGE`]).
+    pub fn with_audit_max_age(mut self, max_age: std::time::Duration) -> Self {
+        self.audit_max_age_ms = duration_ms(max_age);
+        self
+    }
+
+    /// The epoch ms from which prunes keep archived audit records.
+    fn audit_since_ms(&self) -> i64 {
+        codemode::now_ms().saturating_sub(self.audit_max_age_ms)
     }
 
     /// The epoch ms from which pruning keeps approved writes.
@@ -88,6 +103,7 @@ impl PostgresStore {
             pool,
             location,
             min_age_ms: duration_ms(codemode::DEFAULT_RETENTION_MIN_AGE),
+            audit_max_age_ms: duration_ms(codemode::DEFAULT_AUDIT_MAX_AGE),
         })
     }
 
@@ -116,7 +132,7 @@ impl Store for PostgresStore {
         keep: usize,
     ) -> Result<usize, StoreError> {
         let c = self.client().await?;
-        let protect = (keep, self.protect_since_ms());
+        let protect = (keep, self.protect_since_ms(), self.audit_since_ms());
         executions::insert(&c, &self.location, runtime, execution, lease, protect).await
     }
 
@@ -214,7 +230,8 @@ impl Store for PostgresStore {
 
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError> {
         let c = self.client().await?;
-        executions::prune(&c, &self.location, runtime, keep, self.protect_since_ms()).await
+        let (since, audit_since) = (self.protect_since_ms(), self.audit_since_ms());
+        executions::prune(&c, &self.location, runtime, keep, since, audit_since).await
     }
 
     async fn stale_executions(

@@ -101,7 +101,8 @@ static AUDIT: LazyLock<String> = LazyLock::new(|| {
     ) + " ORDER BY e.created_at, e.pk"
 });
 
-/// What an audit export of `[since_ms, until_ms)` reads: see `Store::audit_executions`.
+/// What an audit export of `[since_ms, until_ms)` reads, live executions and archived
+/// records merged: see `Store::audit_executions`.
 pub(crate) async fn audit(
     client: &Client,
     loc: &str,
@@ -119,5 +120,15 @@ pub(crate) async fn audit(
         .query(&stmt, &[&runtime, &since_ms, &until_ms, &limit])
         .await
         .ctx(loc, "reading executions for an audit export")?;
-    rows.iter().map(codec::execution).collect()
+    let live = rows
+        .iter()
+        .map(codec::execution)
+        .collect::<Result<Vec<_>, _>>()?;
+    // Read after the live ones: an execution removed in between is then in the archive.
+    let archived = crate::archive::window(client, loc, runtime, since_ms, until_ms, limit).await?;
+    Ok(crate::archive::merge(
+        live,
+        archived,
+        usize::try_from(limit).unwrap_or(usize::MAX),
+    ))
 }

@@ -5,7 +5,7 @@ use codemode::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 /// The schema version this build writes and reads (`codemode_schema_version.version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -144,6 +144,35 @@ const V9: &str = "
 ALTER TABLE codemode_workspace_changes ADD COLUMN undo_size BIGINT NOT NULL DEFAULT 0;
 UPDATE codemode_workspace_changes SET undo_size = octet_length(previous)
     WHERE previous IS NOT NULL;
+";
+
+/// Version 10: the audit archive, the audit record of each execution pruned or deleted
+/// (its row without code, result or console output, and its applied, reverted and decided
+/// entries as arrays, without results or errors), kept until older than the audit retention.
+const V10: &str = "
+CREATE TABLE codemode_audit_archive (
+    runtime             TEXT NOT NULL,
+    id                  TEXT NOT NULL,
+    status              TEXT NOT NULL,
+    connectors          TEXT NOT NULL,
+    created_at          BIGINT NOT NULL,
+    updated_at          BIGINT NOT NULL,
+    decisions           TEXT,
+    traceparent         TEXT,
+    entry_seqs          BIGINT[],
+    entry_connectors    TEXT[],
+    entry_methods       TEXT[],
+    entry_args          TEXT[],
+    entry_approvals     BOOLEAN[],
+    entry_ephemerals    BOOLEAN[],
+    entry_states        TEXT[],
+    entry_approved_args TEXT[],
+    entry_decisions     TEXT[],
+    entry_delivered     BIGINT[],
+    PRIMARY KEY (runtime, id)
+);
+CREATE INDEX codemode_audit_archive_by_creation ON codemode_audit_archive (runtime, created_at);
+CREATE INDEX codemode_audit_archive_by_update ON codemode_audit_archive (runtime, updated_at);
 ";
 
 const VERSION_TABLE: &str = "

@@ -42,14 +42,15 @@ SELECT EXISTS (
                     AND l.state = 'applied' AND l.requires_approval = 1))";
 
 /// Inserts a running execution (and any entries it carries), then prunes beyond `keep`
-/// (keeping approved writes updated at or after `protect_since_ms`).
+/// (keeping approved writes updated at or after `protect_since_ms`, and archived audit
+/// records updated at or after `audit_since_ms`).
 pub(crate) fn insert(
     tx: &Connection,
     loc: &str,
     runtime: &str,
     execution: &Execution,
     lease: &Lease,
-    (keep, protect_since_ms): (usize, i64),
+    (keep, protect_since_ms, audit_since_ms): (usize, i64, i64),
 ) -> Result<usize, StoreError> {
     let result = execution.result.as_ref().map(json).transpose()?;
     let logs = json_strings(&execution.logs)?;
@@ -90,18 +91,21 @@ pub(crate) fn insert(
         &execution.id,
         &entries::encode(&execution.log)?,
     )?;
-    prune(tx, loc, runtime, keep, protect_since_ms)
+    prune(tx, loc, runtime, keep, protect_since_ms, audit_since_ms)
 }
 
 /// Deletes terminal executions beyond the newest `keep`, except those holding an approved
-/// write still applied that were updated at or after `protect_since_ms`.
+/// write still applied that were updated at or after `protect_since_ms`, archiving their
+/// audit records; first deletes archived records last updated before `audit_since_ms`.
 pub(crate) fn prune(
     conn: &Connection,
     loc: &str,
     runtime: &str,
     keep: usize,
     protect_since_ms: i64,
+    audit_since_ms: i64,
 ) -> Result<usize, StoreError> {
+    crate::archive::expire(conn, loc, runtime, audit_since_ms)?;
     let keep = i64::try_from(keep).unwrap_or(i64::MAX);
     if keep == i64::MAX {
         // Retention is off: skipping that many rows would walk every terminal execution.
@@ -125,7 +129,9 @@ pub(crate) fn prune(
     Ok(pruned)
 }
 
+/// Archives the execution's audit record, then deletes it, its log and its undo records.
 fn remove(conn: &Connection, loc: &str, runtime: &str, id: &str) -> Result<(), StoreError> {
+    crate::archive::archive(conn, loc, runtime, id)?;
     conn.prepare_cached(DELETE_ENTRIES)
         .and_then(|mut s| s.execute(params![runtime, id]))
         .ctx(loc, "deleting log entries")?;

@@ -45,6 +45,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
+mod archive;
 mod codec;
 mod commit;
 mod entries;
@@ -84,6 +85,8 @@ pub struct SqliteStore {
     location: Arc<str>,
     /// How long pruning keeps an execution holding an approved write still applied.
     min_age_ms: i64,
+    /// How long the audit archive keeps a removed execution's audit record.
+    audit_max_age_ms: i64,
 }
 
 impl SqliteStore {
@@ -93,6 +96,18 @@ impl SqliteStore {
     pub fn with_retention_min_age(mut self, min_age: std::time::Duration) -> Self {
         self.min_age_ms = duration_ms(min_age);
         self
+    }
+
+    /// Prunes delete the archived audit record of a pruned or deleted execution once its
+    /// last update is `max_age` old (default [`codemode::DEFAULT_AUDIT_MAX_AGE`]).
+    pub fn with_audit_max_age(mut self, max_age: std::time::Duration) -> Self {
+        self.audit_max_age_ms = duration_ms(max_age);
+        self
+    }
+
+    /// The epoch ms from which prunes keep archived audit records.
+    fn audit_since_ms(&self) -> i64 {
+        codemode::now_ms().saturating_sub(self.audit_max_age_ms)
     }
 
     /// The epoch ms from which pruning keeps approved writes.
@@ -120,6 +135,7 @@ impl SqliteStore {
         let location: Arc<str> = location.into();
         Ok(SqliteStore {
             min_age_ms: duration_ms(codemode::DEFAULT_RETENTION_MIN_AGE),
+            audit_max_age_ms: duration_ms(codemode::DEFAULT_AUDIT_MAX_AGE),
             writer: Writer::start(
                 conn,
                 location.clone(),
@@ -163,7 +179,7 @@ impl Store for SqliteStore {
         keep: usize,
     ) -> Result<usize, StoreError> {
         let (runtime, execution, lease) = (runtime.to_owned(), execution.clone(), lease.clone());
-        let protect = (keep, self.protect_since_ms());
+        let protect = (keep, self.protect_since_ms(), self.audit_since_ms());
         self.writer
             .write(move |c, loc| executions::insert(c, loc, &runtime, &execution, &lease, protect))
             .await
@@ -278,9 +294,9 @@ impl Store for SqliteStore {
 
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError> {
         let runtime = runtime.to_owned();
-        let since = self.protect_since_ms();
+        let (since, audit_since) = (self.protect_since_ms(), self.audit_since_ms());
         self.writer
-            .write(move |c, loc| executions::prune(c, loc, &runtime, keep, since))
+            .write(move |c, loc| executions::prune(c, loc, &runtime, keep, since, audit_since))
             .await
     }
 

@@ -141,7 +141,8 @@ WHERE runtime = ?1 AND execution_id IN (SELECT value FROM json_each(?2))
   AND (state = 'applied' OR state = 'reverted' OR decisions IS NOT NULL)
 ORDER BY execution_id, seq";
 
-/// What an audit export of `[since_ms, until_ms)` reads: see `Store::audit_executions`.
+/// What an audit export of `[since_ms, until_ms)` reads, live executions and archived
+/// records merged: see `Store::audit_executions`.
 pub(crate) fn audit(
     conn: &mut Connection,
     loc: &str,
@@ -161,8 +162,10 @@ pub(crate) fn audit(
             .collect()
         })
         .ctx(loc, "reading executions for an audit export")?;
+    let archived = crate::archive::window(&tx, loc, runtime, since_ms, until_ms, limit)?;
     if rows.is_empty() {
-        return Ok(Vec::new());
+        tx.commit(loc)?;
+        return Ok(archived);
     }
     let index: HashMap<&str, usize> = rows
         .iter()
@@ -189,8 +192,14 @@ pub(crate) fn audit(
             logs[i].push(raw.decode()?);
         }
     }
-    rows.into_iter()
+    let live = rows
+        .into_iter()
         .zip(logs)
         .map(|(raw, log)| raw.decode(log))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(crate::archive::merge(
+        live,
+        archived,
+        usize::try_from(limit).unwrap_or(usize::MAX),
+    ))
 }

@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const APPLICATION_ID: i32 = 0x436f_4d6f;
 
 /// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -228,6 +228,21 @@ ALTER TABLE workspace_changes ADD COLUMN undo_size INTEGER NOT NULL DEFAULT 0;
 UPDATE workspace_changes SET undo_size = length(CAST(previous AS BLOB))
     WHERE previous IS NOT NULL;
 CREATE INDEX workspace_changes_undo ON workspace_changes (workspace, undo_size);
+";
+
+/// Version 11: the audit archive, the audit record (JSON, as an audit export reads it) of
+/// each execution pruned or deleted, kept until it is older than the audit retention.
+const V11: &str = "
+CREATE TABLE audit_archive (
+    runtime    TEXT NOT NULL,
+    id         TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    record     TEXT NOT NULL,
+    PRIMARY KEY (runtime, id)
+) WITHOUT ROWID;
+CREATE INDEX audit_archive_by_creation ON audit_archive (runtime, created_at);
+CREATE INDEX audit_archive_by_update ON audit_archive (runtime, updated_at);
 ";
 
 /// Refuses a database that is not ours or is newer than this build, before anything is written.

@@ -226,7 +226,8 @@ async fn version_5_undo_records_learn_their_execution_and_go_with_it() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP INDEX workspace_changes_undo;
+            "DROP TABLE audit_archive;
+             DROP INDEX workspace_changes_undo;
              ALTER TABLE workspace_changes DROP COLUMN undo_size;
              DROP INDEX workspace_changes_by_execution;
              DROP INDEX executions_paused;
@@ -522,7 +523,8 @@ async fn version_9_keeps_every_column_and_writes_without_temporary_tables() {
         .unwrap();
         // As a version 8 file: the next open runs version 9 (and those after it).
         conn.execute_batch(
-            "DROP INDEX workspace_changes_undo;
+            "DROP TABLE audit_archive;
+             DROP INDEX workspace_changes_undo;
              ALTER TABLE workspace_changes DROP COLUMN undo_size;",
         )
         .unwrap();
@@ -580,7 +582,8 @@ async fn version_10_measures_the_undo_records_a_file_already_holds() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP INDEX workspace_changes_undo;
+            "DROP TABLE audit_archive;
+             DROP INDEX workspace_changes_undo;
              ALTER TABLE workspace_changes DROP COLUMN undo_size;
              INSERT INTO workspace_changes VALUES ('w', 'e:0', '/f', 'héllo', 1, 1, 0, 1, 'e');
              INSERT INTO workspace_changes VALUES ('w', 'e:1', '/g', NULL, 0, 1, 0, 1, 'e');

@@ -55,7 +55,7 @@ pub use shape::ResultShape;
 pub use status::{EntryState, ExecutionStatus};
 pub use store::{
     check_transition, Claim, Commit, Deletion, Lease, Store, StoreError, Transition,
-    DEFAULT_RETENTION_MIN_AGE,
+    DEFAULT_AUDIT_MAX_AGE, DEFAULT_RETENTION_MIN_AGE,
 };
 pub use value::{
     canonical_eq, truncate_result, truncate_text, TruncateOptions, DEFAULT_MAX_EXECUTIONS,

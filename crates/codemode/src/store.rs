@@ -25,6 +25,12 @@ pub struct Lease {
 pub const DEFAULT_RETENTION_MIN_AGE: std::time::Duration =
     std::time::Duration::from_secs(7 * 24 * 60 * 60);
 
+/// How long, by default, the audit archive keeps the audit record of an execution that was
+/// pruned or deleted: 90 days, counted from the execution's last update. The stores delete
+/// older archive rows when they prune.
+pub const DEFAULT_AUDIT_MAX_AGE: std::time::Duration =
+    std::time::Duration::from_secs(90 * 24 * 60 * 60);
+
 /// A status change, applied only if the execution is still in `from`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
@@ -246,7 +252,7 @@ pub trait Store: Send + Sync {
     /// What an audit export of `[since_ms, until_ms)` needs: the executions updated at or
     /// after `since_ms` and created before `until_ms`, oldest first, at most `limit`, each
     /// with its decisions and only its `applied` and `reverted` entries and those a decision
-    /// concerned (that carry one), whose results and errors are left out (as are the executions' code, results and console output). The stores filter in
+    /// concerned (that carry one), whose results and errors are left out (as are the executions' code, results and console output), including those pruned or deleted whose record the store archived. The stores filter in
     /// the database; this default reads whole executions.
     async fn audit_executions(
         &self,

@@ -7,6 +7,7 @@
 //! per case, each on a store of its own. What only one store can show (two connections
 //! racing on one SQLite file, rows left in its tables) stays in that store's crate.
 
+mod archive;
 mod claim;
 mod commit;
 mod decisions;
@@ -17,6 +18,7 @@ mod queries;
 mod runtimes;
 mod values;
 
+pub use archive::*;
 pub use claim::*;
 pub use commit::*;
 pub use decisions::*;
@@ -82,6 +84,7 @@ macro_rules! for_each_store_contract_case {
             files_list_by_prefix_and_workspaces_stay_apart,
             deleting_or_pruning_an_execution_drops_its_file_undo_records,
             text_with_nul_characters_round_trips_exactly,
+            the_audit_trail_outlives_pruning_and_deletion_until_its_max_age,
         }
     };
 }

@@ -103,6 +103,10 @@ pub struct RetentionSection {
     /// kept after its last update, however many runs follow, so that it can be audited and
     /// rolled back (default 7).
     pub min_age_days: Option<u64>,
+    /// Days the audit archive keeps the audit record (decisions, applied and reverted
+    /// calls) of a pruned or deleted execution after its last update; older records are
+    /// deleted when prunes run (default 90).
+    pub audit_max_age_days: Option<u64>,
 }
 
 impl RetentionSection {
@@ -111,6 +115,14 @@ impl RetentionSection {
         match self.min_age_days {
             Some(days) => std::time::Duration::from_secs(days.saturating_mul(24 * 60 * 60)),
             None => codemode::DEFAULT_RETENTION_MIN_AGE,
+        }
+    }
+
+    /// How long the audit archive keeps a pruned or deleted execution's audit record.
+    pub fn audit_max_age(&self) -> std::time::Duration {
+        match self.audit_max_age_days {
+            Some(days) => std::time::Duration::from_secs(days.saturating_mul(24 * 60 * 60)),
+            None => codemode::DEFAULT_AUDIT_MAX_AGE,
         }
     }
 }
