@@ -359,6 +359,27 @@ pub(crate) async fn stale(
         .collect()
 }
 
+/// Where execution `id` stands in the listing order (`created_at`, `pk`): a page's cursor;
+/// `None` when no such execution is stored.
+pub(crate) async fn place(
+    client: &Client,
+    loc: &str,
+    runtime: &str,
+    id: &str,
+) -> Result<Option<(i64, i64)>, StoreError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT created_at, pk FROM codemode_executions WHERE runtime = $1 AND id = $2",
+        )
+        .await
+        .ctx(loc, "preparing a cursor query")?;
+    let row = client
+        .query_opt(&stmt, &[&runtime, &id])
+        .await
+        .ctx(loc, "finding a page's cursor")?;
+    row.map(|r| Ok((get(&r, 0)?, get(&r, 1)?))).transpose()
+}
+
 /// One page of pending actions in the order of [`pending`], from just after the action `after`
 /// (found by its execution's place, whatever that execution's status now), in one statement.
 pub(crate) async fn pending_page(
@@ -371,20 +392,10 @@ pub(crate) async fn pending_page(
     let (created_at, pk, seq) = match after {
         None => (i64::MAX, i64::MAX, -1),
         Some((id, seq)) => {
-            let stmt = client
-                .prepare_cached(
-                    "SELECT created_at, pk FROM codemode_executions WHERE runtime = $1 AND id = $2",
-                )
-                .await
-                .ctx(loc, "preparing a cursor query")?;
-            let place = client
-                .query_opt(&stmt, &[&runtime, &id])
-                .await
-                .ctx(loc, "finding a pending page's cursor")?;
-            let Some(place) = place else {
+            let Some((created_at, pk)) = place(client, loc, runtime, id).await? else {
                 return Ok(Vec::new());
             };
-            (get(&place, 0)?, get(&place, 1)?, codec::seq_to_sql(seq)?)
+            (created_at, pk, codec::seq_to_sql(seq)?)
         }
     };
     let stmt = client

@@ -39,20 +39,10 @@ pub(crate) async fn summaries(
     let (created_at, pk): (i64, i64) = match before {
         None => (i64::MAX, i64::MAX),
         Some(id) => {
-            let stmt = client
-                .prepare_cached(
-                    "SELECT created_at, pk FROM codemode_executions WHERE runtime = $1 AND id = $2",
-                )
-                .await
-                .ctx(loc, "preparing a cursor query")?;
-            let place = client
-                .query_opt(&stmt, &[&runtime, &id])
-                .await
-                .ctx(loc, "finding a listing's cursor")?;
-            let Some(place) = place else {
+            let Some(place) = crate::executions::place(client, loc, runtime, id).await? else {
                 return Ok(Vec::new());
             };
-            (get(&place, 0)?, get(&place, 1)?)
+            place
         }
     };
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);

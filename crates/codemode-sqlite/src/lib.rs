@@ -83,10 +83,8 @@ pub struct SqliteStore {
     readers: Readers,
     writer: Writer,
     location: Arc<str>,
-    /// How long pruning keeps an execution holding an approved write still applied.
-    min_age_ms: i64,
-    /// How long the audit archive keeps a removed execution's audit record.
-    audit_max_age_ms: i64,
+    /// How long pruning keeps approved writes and the archive keeps audit records.
+    retention: codemode::RetentionAges,
 }
 
 impl SqliteStore {
@@ -94,25 +92,25 @@ impl SqliteStore {
     /// reverted) until its last update is `min_age` old (default
     /// [`codemode::DEFAULT_RETENTION_MIN_AGE`]), so that it can be audited and rolled back.
     pub fn with_retention_min_age(mut self, min_age: std::time::Duration) -> Self {
-        self.min_age_ms = duration_ms(min_age);
+        self.retention.set_min_age(min_age);
         self
     }
 
     /// Prunes delete the archived audit record of a pruned or deleted execution once its
     /// last update is `max_age` old (default [`codemode::DEFAULT_AUDIT_MAX_AGE`]).
     pub fn with_audit_max_age(mut self, max_age: std::time::Duration) -> Self {
-        self.audit_max_age_ms = duration_ms(max_age);
+        self.retention.set_audit_max_age(max_age);
         self
     }
 
     /// The epoch ms from which prunes keep archived audit records.
     fn audit_since_ms(&self) -> i64 {
-        codemode::now_ms().saturating_sub(self.audit_max_age_ms)
+        self.retention.audit_since_ms()
     }
 
     /// The epoch ms from which pruning keeps approved writes.
     fn protect_since_ms(&self) -> i64 {
-        codemode::now_ms().saturating_sub(self.min_age_ms)
+        self.retention.protect_since_ms()
     }
 
     /// Opens or creates the database at `path` with the default [`SqliteOptions`].
@@ -134,8 +132,7 @@ impl SqliteStore {
             .collect::<Result<Vec<_>, _>>()?;
         let location: Arc<str> = location.into();
         Ok(SqliteStore {
-            min_age_ms: duration_ms(codemode::DEFAULT_RETENTION_MIN_AGE),
-            audit_max_age_ms: duration_ms(codemode::DEFAULT_AUDIT_MAX_AGE),
+            retention: codemode::RetentionAges::default(),
             writer: Writer::start(
                 conn,
                 location.clone(),
@@ -407,9 +404,4 @@ impl Store for SqliteStore {
     async fn workspaces(&self) -> Result<Vec<WorkspaceUsage>, StoreError> {
         self.readers.read(files::workspaces).await
     }
-}
-
-/// A duration in epoch milliseconds, saturating.
-fn duration_ms(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

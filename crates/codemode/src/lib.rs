@@ -54,7 +54,7 @@ pub use schema_check::schema_problem;
 pub use shape::ResultShape;
 pub use status::{EntryState, ExecutionStatus};
 pub use store::{
-    check_transition, Claim, Commit, Deletion, Lease, Store, StoreError, Transition,
+    check_transition, Claim, Commit, Deletion, Lease, RetentionAges, Store, StoreError, Transition,
     DEFAULT_AUDIT_MAX_AGE, DEFAULT_RETENTION_MIN_AGE,
 };
 pub use value::{

@@ -31,6 +31,50 @@ pub const DEFAULT_RETENTION_MIN_AGE: std::time::Duration =
 pub const DEFAULT_AUDIT_MAX_AGE: std::time::Duration =
     std::time::Duration::from_secs(90 * 24 * 60 * 60);
 
+/// How long a store keeps what a person may still need: executions holding approved writes
+/// still applied, and the archived audit records of removed executions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionAges {
+    min_age_ms: i64,
+    audit_max_age_ms: i64,
+}
+
+impl Default for RetentionAges {
+    fn default() -> Self {
+        RetentionAges {
+            min_age_ms: duration_ms(DEFAULT_RETENTION_MIN_AGE),
+            audit_max_age_ms: duration_ms(DEFAULT_AUDIT_MAX_AGE),
+        }
+    }
+}
+
+impl RetentionAges {
+    /// Sets how long pruning keeps an execution holding an approved write still applied.
+    pub fn set_min_age(&mut self, min_age: std::time::Duration) {
+        self.min_age_ms = duration_ms(min_age);
+    }
+
+    /// Sets how long the audit archive keeps a removed execution's audit record.
+    pub fn set_audit_max_age(&mut self, max_age: std::time::Duration) {
+        self.audit_max_age_ms = duration_ms(max_age);
+    }
+
+    /// The epoch ms from which pruning keeps approved writes.
+    pub fn protect_since_ms(&self) -> i64 {
+        crate::now_ms().saturating_sub(self.min_age_ms)
+    }
+
+    /// The epoch ms from which prunes keep archived audit records.
+    pub fn audit_since_ms(&self) -> i64 {
+        crate::now_ms().saturating_sub(self.audit_max_age_ms)
+    }
+}
+
+/// A duration in epoch milliseconds, saturating.
+fn duration_ms(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// A status change, applied only if the execution is still in `from`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
