@@ -149,10 +149,21 @@ impl Shared {
             idle_since: Instant::now(),
             _live: Live(self.live.clone()),
         };
+        let not_ready = |status| {
+            handshake(format!(
+                "it {} before it was ready (is it a program that runs the sandbox worker with these arguments?)",
+                describe_exit(status)
+            ))
+        };
         let ready = async {
-            proc.send(&ToChild::Init(self.limits.clone()))
-                .await
-                .map_err(|e| handshake(format!("cannot write to it: {e}")))?;
+            if let Err(e) = proc.send(&ToChild::Init(self.limits.clone())).await {
+                // A closed pipe means the process ended (or closed its input): say how it ended.
+                return Err(if e.kind() == io::ErrorKind::BrokenPipe {
+                    not_ready(proc.exit_status().await)
+                } else {
+                    handshake(format!("cannot write to it: {e}"))
+                });
+            }
             match proc.reader.next::<FromChild>().await {
                 Ok(Some(FromChild::Ready { .. })) => Ok(()),
                 Ok(Some(FromChild::Refused(reason))) => Err(SandboxStartError::NotConfined {
@@ -160,13 +171,7 @@ impl Shared {
                     reason,
                 }),
                 Ok(Some(_)) => Err(handshake("its first message was not Ready".into())),
-                Ok(None) => {
-                    let status = proc.exit_status().await;
-                    Err(handshake(format!(
-                        "it {} before it was ready (is it a program that runs the sandbox worker with these arguments?)",
-                        describe_exit(status)
-                    )))
-                }
+                Ok(None) => Err(not_ready(proc.exit_status().await)),
                 Err(e) => Err(handshake(format!("it sent {e}"))),
             }
         };
