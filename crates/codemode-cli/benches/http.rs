@@ -10,9 +10,11 @@
 //! of each block are not counted, so each block measures its steady state). The loaded column
 //! is printed beside the quiet one, with their ratio.
 //!
-//! Last, quiet, it runs trivial code in chunks of 250 runs, taking turns between servers, and
-//! prints the CPU time each server spent per run (every thread, from `/proc`): a figure a
-//! busy machine disturbs less than a latency.
+//! Last, quiet, it runs trivial code in chunks of 250 runs, then the loop of 100 reads in
+//! chunks of 25, taking turns between servers, and prints the CPU time each server spent per
+//! run and per call (the loop minus a trivial run, over 100): every thread of the server and of
+//! its child processes (the sandbox processes), from `/proc`; a figure a busy machine disturbs
+//! less than a latency.
 //!
 //! `CODEMODE_BENCH_N` sets the samples per case and mode (default 300);
 //! `CODEMODE_BENCH_CPU_CHUNKS` the chunks of 250 trivial runs per server (default 8).
@@ -215,9 +217,31 @@ fn otlp_sink() -> String {
     base
 }
 
-/// The CPU time all threads of process `pid` have run so far, in nanoseconds (threads that
-/// have ended are not counted; 0 if it cannot be read).
+/// The CPU time all threads of process `pid` and of its child processes (the sandbox
+/// processes) have run so far, in nanoseconds (threads and processes that have ended are not
+/// counted; 0 if it cannot be read).
 fn cpu_ns(pid: u32) -> u64 {
+    let children: u64 = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| parent_of(child) == Some(pid))
+        .map(threads_cpu_ns)
+        .sum();
+    threads_cpu_ns(pid) + children
+}
+
+/// The parent of process `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: the fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The CPU time all live threads of process `pid` have run so far, in nanoseconds.
+fn threads_cpu_ns(pid: u32) -> u64 {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return 0;
     };
@@ -231,9 +255,14 @@ fn cpu_ns(pid: u32) -> u64 {
 /// Trivial runs a server makes in one turn of the CPU measurement.
 const CPU_CHUNK: usize = 250;
 
-/// Runs trivial code in chunks, taking turns between the servers, on a quiet machine;
-/// returns each server's CPU time per run.
-fn cpu_per_trivial_run(subjects: &mut [Subject], chunks: usize) -> Vec<Duration> {
+/// Runs `code` `per_chunk` times a chunk, taking turns between the servers, on a quiet
+/// machine; returns each server's CPU time per run.
+fn cpu_per_run(
+    subjects: &mut [Subject],
+    chunks: usize,
+    per_chunk: usize,
+    code: &str,
+) -> Vec<Duration> {
     let n = subjects.len();
     let mut spent = vec![0u64; n];
     for chunk in 0..chunks {
@@ -242,18 +271,32 @@ fn cpu_per_trivial_run(subjects: &mut [Subject], chunks: usize) -> Vec<Duration>
             let subject = &mut subjects[i];
             let pid = subject.server.child.id();
             let before = cpu_ns(pid);
-            for _ in 0..CPU_CHUNK {
-                let out = subject.client.run("async () => 1");
+            for _ in 0..per_chunk {
+                let out = subject.client.run(code);
                 assert_eq!(out["status"], "completed", "{out}");
             }
             spent[i] += cpu_ns(pid).saturating_sub(before);
         }
     }
-    let runs = (chunks * CPU_CHUNK).max(1) as u64;
+    let runs = (chunks * per_chunk).max(1) as u64;
     spent
         .into_iter()
         .map(|ns| Duration::from_nanos(ns / runs))
         .collect()
+}
+
+/// Prints one CPU figure for every server, with each one's ratio to the first.
+fn print_cpu(what: &str, labels: &[&str], cpu: &[Duration], show: impl Fn(Duration) -> String) {
+    print!("{what}: {} {}", labels[0], show(cpu[0]));
+    for (label, theirs) in labels.iter().zip(cpu).skip(1) {
+        let ratio = theirs.as_secs_f64() / cpu[0].as_secs_f64().max(1e-12);
+        print!(
+            ", {label} {} ({label}/{} {ratio:.2})",
+            show(*theirs),
+            labels[0]
+        );
+    }
+    println!();
 }
 
 fn main() {
@@ -359,21 +402,25 @@ fn main() {
 
     let chunks: usize = load::env_number("CODEMODE_BENCH_CPU_CHUNKS", 8);
     if chunks > 0 {
-        let cpu = cpu_per_trivial_run(&mut subjects, chunks);
-        print!(
-            "server CPU per `async () => 1` (every thread, quiet, {} runs each): {} {}",
-            chunks * CPU_CHUNK,
-            labels[0],
-            ms(cpu[0])
+        let trivial = cpu_per_run(&mut subjects, chunks, CPU_CHUNK, "async () => 1");
+        let what = format!(
+            "server CPU per `async () => 1` (every thread and sandbox process, quiet, {} runs each)",
+            chunks * CPU_CHUNK
         );
-        for (label, theirs) in labels.iter().zip(&cpu).skip(1) {
-            print!(
-                ", {label} {} ({label}/{} {:.2})",
-                ms(*theirs),
-                labels[0],
-                r(*theirs, cpu[0])
-            );
-        }
-        println!();
+        print_cpu(&what, &labels, &trivial, ms);
+        let (loop_code, calls) = (RUNS[2].1, 100u32);
+        let looped = cpu_per_run(&mut subjects, chunks, CPU_CHUNK / 10, loop_code);
+        let per_call: Vec<Duration> = looped
+            .iter()
+            .zip(&trivial)
+            .map(|(l, t)| l.saturating_sub(*t) / calls)
+            .collect();
+        let what = format!(
+            "server CPU per call (a loop of {calls} list_tasks minus a trivial run, {} runs each)",
+            chunks * CPU_CHUNK / 10
+        );
+        print_cpu(&what, &labels, &per_call, |d| {
+            format!("{:.1} µs", d.as_secs_f64() * 1e6)
+        });
     }
 }

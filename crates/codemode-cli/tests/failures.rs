@@ -323,3 +323,60 @@ async fn every_error_a_client_sees_is_json_with_its_status() {
         );
     }
 }
+
+#[test]
+fn an_mcp_command_is_split_as_a_shell_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let spaced = dir.path().join("a folder");
+    std::fs::create_dir(&spaced).unwrap();
+    let bin = spaced.join("mcp server");
+    std::fs::copy(mcp_test_server(), &bin).unwrap();
+    let db = dir.path().join("codemode.db");
+    let flag = format!("items='{}'", bin.display());
+    let out = cli(
+        dir.path(),
+        &db,
+        &["run", "--mcp", &flag, "-e", "return typeof items"],
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{flag}: {stderr}");
+    assert!(stdout.contains("object"), "{flag}: {stdout}");
+
+    let out = cli(
+        dir.path(),
+        &db,
+        &["run", "--mcp", "items='unclosed", "-e", "return 1"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--mcp items=") && stderr.contains("close every quote"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_largest_timeout_is_far_away_not_a_wrapped_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("codemode.db");
+    let max = u64::MAX.to_string();
+    for isolation in ["process", "thread"] {
+        std::fs::write(
+            dir.path().join("codemode.toml"),
+            format!("[sandbox]\nisolation = \"{isolation}\"\n"),
+        )
+        .unwrap();
+        let out = cli(
+            dir.path(),
+            &db,
+            &["run", "--timeout-ms", &max, "-e", "return 6 * 7"],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{isolation}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("42"), "{isolation}: {stdout}");
+    }
+}

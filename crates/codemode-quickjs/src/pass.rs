@@ -295,7 +295,7 @@ pub(crate) fn run_pass(fresh: &Fresh, job: PassJob) -> (ExecuteResult, bool) {
         Ok(p) => p,
         Err(e) => return (failed(e.to_string(), Vec::new()), true),
     };
-    let deadline = Instant::now() + options.wall_time;
+    let deadline = codemode::clock::instant_after(Instant::now(), options.wall_time);
     let stop = Arc::new(StopFlag::default());
     let turn = Turn::new(Turns::shared(), !inline);
     {

@@ -34,7 +34,8 @@ pub async fn follow(
     by: &Actor,
     mut progress: impl FnMut(&Execution),
 ) -> Result<Waited, RuntimeError> {
-    let deadline = tokio::time::Instant::now() + limit;
+    let deadline: tokio::time::Instant =
+        codemode::clock::instant_after(std::time::Instant::now(), limit).into();
     let mut current = load(rt, id).await?;
     loop {
         if !is_open(current.status) || tokio::time::Instant::now() >= deadline {

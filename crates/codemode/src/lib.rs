@@ -13,6 +13,7 @@
 //! Runnable programs that use the library are in `examples/` at the workspace root.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+pub mod clock;
 pub mod code_tool;
 pub mod connector;
 pub mod discovery;

@@ -173,7 +173,10 @@ async fn run(
     shared: &Shared,
 ) -> ExecuteResult {
     let wall_time = Duration::from_millis(shared.limits.wall_time_ms);
-    let kill_at = Instant::now() + wall_time + shared.process.kill_grace;
+    let kill_at = Instant::from_std(codemode::clock::instant_after(
+        std::time::Instant::now(),
+        wall_time.saturating_add(shared.process.kill_grace),
+    ));
     let log_cap = shared
         .limits
         .max_console_bytes

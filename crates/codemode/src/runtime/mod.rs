@@ -480,7 +480,7 @@ impl Runtime {
     fn lease(&self, now: i64) -> Lease {
         Lease {
             owner: self.inner.node.clone(),
-            until_ms: now + self.inner.lease.as_millis() as i64,
+            until_ms: crate::clock::ms_after(now, self.inner.lease),
         }
     }
 

@@ -282,7 +282,8 @@ impl Runtime {
         execution_id: &str,
         timeout: Duration,
     ) -> Result<Execution, RuntimeError> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline: tokio::time::Instant =
+            crate::clock::instant_after(std::time::Instant::now(), timeout).into();
         let mut events = self.subscribe();
         let first = self.load(execution_id).await?;
         let start = (first.status, first.updated_at);
