@@ -167,8 +167,8 @@ pub struct Limits {
     /// Connections past `max_connections` kept for short requests, which no stream may use
     /// (default 64).
     pub reserved_connections: Option<usize>,
-    /// Event streams (`/api/events`, an execution's events) open at once (default 128); more
-    /// are answered 503 with `Retry-After`.
+    /// Event streams (`/api/events`, an execution's events, `GET /mcp`) open at once
+    /// (default 128); more are answered 503 with `Retry-After`.
     pub max_event_streams: Option<usize>,
     /// Event streams open at once for one token (or one address when no token is needed)
     /// (default 16); more are answered 429 with `Retry-After`.
