@@ -71,8 +71,7 @@ exec sleep 30"#;
     config.startup_timeout_ms = 3_000;
     let err = rt
         .block_on(McpConnector::connect(config))
-        .err()
-        .expect("a server that never answers fails the handshake")
+        .expect_err("a server that never answers fails the handshake")
         .to_string();
     let percent = SECRET.replace('/', "%2F").replace('+', "%2B");
     let base64 = "Z2hwLXN0ZGVyci1zZWNyZXQvOWMxZSs0Zg==";
