@@ -143,7 +143,7 @@ pub async fn the_audit_read_filters_its_window_and_entries_in_the_store(store: &
 
 /// Pruning keeps a finished execution that holds an approved write still applied and was
 /// updated within the retention's minimum age (7 days by default), however many runs come
-/// after it; a rolled-back one, one older than that, or one without approved writes goes.
+/// after it; a rolled-back one, one older than that, or one without applied writes goes.
 pub async fn retention_keeps_recent_approved_writes_for_their_audit_and_rollback(
     store: &dyn Store,
 ) {
