@@ -39,6 +39,7 @@ async fn the_suite_walks_every_legal_transition_and_no_other() {
         error: None,
         requires_approval: false,
         ephemeral: false,
+        read_only: false,
         state: EntryState::Executing,
         approved_args: None,
         decisions: Vec::new(),

@@ -124,7 +124,7 @@ impl McpConnector {
                 (ChildEnv::default(), token)
             }
         };
-        let stderr = StderrTail::default();
+        let stderr = StderrTail::scrubbing(Secrets::new(&secrets));
         let started = session::start(&config, &child_env, &stderr)
             .await
             .map_err(fail)?;

@@ -4,6 +4,7 @@ use crate::children::{self, SpawnRefused};
 use crate::config::{McpConfig, McpTransport};
 use crate::env::{secret_env, ChildEnv};
 use crate::error::Cause;
+use codemode::secrets::Secrets;
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::service::{RoleClient, RunningService, Service};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -21,13 +22,36 @@ const STDERR_LINES: usize = 20;
 /// Longest stderr line kept.
 const STDERR_LINE_CHARS: usize = 500;
 
-/// The last lines a server wrote to stderr.
+/// The last lines a server wrote to stderr, with the connector's secrets scrubbed: a server
+/// may echo its environment (a token it was given) there, and these lines reach logs and
+/// error messages people read.
 #[derive(Debug, Default, Clone)]
-pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    secrets: Secrets,
+}
 
 impl StderrTail {
-    fn push(&self, line: String) {
-        let mut q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+    /// An empty tail that scrubs `secrets` from every line it is given.
+    pub fn scrubbing(secrets: Secrets) -> StderrTail {
+        StderrTail {
+            lines: Arc::default(),
+            secrets,
+        }
+    }
+
+    /// `line` scrubbed of the secrets, in every form.
+    fn clean(&self, line: String) -> String {
+        if self.secrets.is_empty() {
+            return line;
+        }
+        self.secrets.scrub(&line)
+    }
+
+    /// Keeps `line` (already clean) cut to [`STDERR_LINE_CHARS`], dropping the oldest beyond
+    /// [`STDERR_LINES`].
+    fn push(&self, line: &str) {
+        let mut q = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         if q.len() == STDERR_LINES {
             q.pop_front();
         }
@@ -36,7 +60,7 @@ impl StderrTail {
 
     /// `"; stderr: …"` with the kept lines, or nothing.
     pub fn suffix(&self) -> String {
-        let q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let q = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         if q.is_empty() {
             return String::new();
         }
@@ -146,8 +170,9 @@ pub async fn start(
                 tokio::spawn(async move {
                     let mut lines = BufReader::new(err).lines();
                     while let Ok(Some(line)) = lines.next_line().await {
+                        let line = tail.clean(line);
                         tracing::debug!(connector = %name, "server stderr: {line}");
-                        tail.push(line);
+                        tail.push(&line);
                     }
                 });
             }

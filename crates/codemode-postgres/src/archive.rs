@@ -17,10 +17,10 @@ pub(crate) fn archive_sql(removed: &str) -> String {
         "INSERT INTO codemode_audit_archive (runtime, id, status, connectors, created_at,
         updated_at, decisions, traceparent, entry_seqs, entry_connectors, entry_methods,
         entry_args, entry_approvals, entry_ephemerals, entry_states, entry_approved_args,
-        entry_decisions, entry_delivered)
+        entry_decisions, entry_delivered, entry_read_onlys)
     SELECT e.runtime, e.id, e.status, e.connectors, e.created_at, e.updated_at, e.decisions,
            e.traceparent, l.seqs, l.connectors, l.methods, l.args, l.approvals, l.ephemerals,
-           l.states, l.approved_args, l.decisions, l.delivered
+           l.states, l.approved_args, l.decisions, l.delivered, l.read_onlys
     FROM codemode_executions e{}
     WHERE e.runtime = $1 AND e.id IN (SELECT id FROM {removed})
     ON CONFLICT (runtime, id) DO UPDATE SET
@@ -32,7 +32,8 @@ pub(crate) fn archive_sql(removed: &str) -> String {
         entry_approvals = EXCLUDED.entry_approvals,
         entry_ephemerals = EXCLUDED.entry_ephemerals, entry_states = EXCLUDED.entry_states,
         entry_approved_args = EXCLUDED.entry_approved_args,
-        entry_decisions = EXCLUDED.entry_decisions, entry_delivered = EXCLUDED.entry_delivered",
+        entry_decisions = EXCLUDED.entry_decisions, entry_delivered = EXCLUDED.entry_delivered,
+        entry_read_onlys = EXCLUDED.entry_read_onlys",
         codec::AUDIT_LOG_JOIN
     )
 }
@@ -55,7 +56,10 @@ SELECT id, '' AS code, status, NULL::text AS result, NULL::text AS error, '[]' A
        array_fill(NULL::text, ARRAY[coalesce(cardinality(entry_seqs), 0)]),
        array_fill(NULL::text, ARRAY[coalesce(cardinality(entry_seqs), 0)]),
        entry_approvals, entry_ephemerals, entry_states, entry_approved_args, entry_decisions,
-       entry_delivered, traceparent
+       entry_delivered,
+       coalesce(entry_read_onlys,
+                array_fill(false, ARRAY[coalesce(cardinality(entry_seqs), 0)])),
+       traceparent
 FROM codemode_audit_archive
 WHERE runtime = $1 AND created_at < $3 AND updated_at >= $2
 ORDER BY created_at, id

@@ -114,7 +114,7 @@ const WITH_LOG_COLUMNS: &str = "
        e.id, e.code, e.status, e.result, e.error, e.logs, e.connectors, e.created_at,
        e.updated_at, e.decisions, l.seqs, l.connectors, l.methods, l.args, l.results,
        l.errors, l.approvals, l.ephemerals, l.states, l.approved_args, l.decisions,
-       l.delivered, e.traceparent";
+       l.delivered, l.read_onlys, e.traceparent";
 
 /// The log of `e`, aggregated into one array per column.
 const LOG_JOIN: &str = "
@@ -130,7 +130,8 @@ CROSS JOIN LATERAL (
            array_agg(state ORDER BY seq) AS states,
            array_agg(approved_args ORDER BY seq) AS approved_args,
            array_agg(decisions ORDER BY seq) AS decisions,
-           array_agg(delivered ORDER BY seq) AS delivered
+           array_agg(delivered ORDER BY seq) AS delivered,
+           array_agg(read_only ORDER BY seq) AS read_onlys
     FROM codemode_log_entries
     WHERE runtime = e.runtime AND execution_id = e.id
 ) l";
@@ -141,7 +142,7 @@ const AUDIT_COLUMNS: &str = "
        e.id, '' AS code, e.status, NULL::text AS result, NULL::text AS error, '[]' AS logs,
        e.connectors, e.created_at, e.updated_at, e.decisions, l.seqs, l.connectors,
        l.methods, l.args, l.results, l.errors, l.approvals, l.ephemerals, l.states,
-       l.approved_args, l.decisions, l.delivered, e.traceparent";
+       l.approved_args, l.decisions, l.delivered, l.read_onlys, e.traceparent";
 
 /// The applied and reverted entries of `e` and those a decision concerned, without results
 /// or errors, one array a column.
@@ -158,7 +159,8 @@ CROSS JOIN LATERAL (
            array_agg(state ORDER BY seq) AS states,
            array_agg(approved_args ORDER BY seq) AS approved_args,
            array_agg(decisions ORDER BY seq) AS decisions,
-           array_agg(delivered ORDER BY seq) AS delivered
+           array_agg(delivered ORDER BY seq) AS delivered,
+           array_agg(read_only ORDER BY seq) AS read_onlys
     FROM codemode_log_entries
     WHERE runtime = e.runtime AND execution_id = e.id
       AND (state IN ('applied', 'reverted') OR decisions IS NOT NULL)
@@ -194,12 +196,12 @@ pub(crate) fn execution(row: &Row) -> Result<Execution, StoreError> {
         connectors: strings(&connectors, &what("connectors"))?,
         created_at: get(row, 7)?,
         updated_at: get(row, 8)?,
-        traceparent: get(row, 22)?,
+        traceparent: get(row, 23)?,
         id,
     })
 }
 
-/// Decodes the twelve entry arrays starting at column `at`.
+/// Decodes the thirteen entry arrays starting at column `at`.
 fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
     let seqs: Option<Vec<i64>> = get(row, at)?;
     let Some(seqs) = seqs else {
@@ -216,6 +218,7 @@ fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
     let mut approved: Vec<Option<String>> = get(row, at + 9)?;
     let mut entry_decisions: Vec<Option<String>> = get(row, at + 10)?;
     let delivered: Vec<Option<i64>> = get(row, at + 11)?;
+    let read_onlys: Vec<bool> = get(row, at + 12)?;
     let n = seqs.len();
     let lens = [
         connectors.len(),
@@ -229,6 +232,7 @@ fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
         approved.len(),
         entry_decisions.len(),
         delivered.len(),
+        read_onlys.len(),
     ];
     if lens.iter().any(|&l| l != n) {
         return Err(StoreError::Decode("log columns of unequal length".into()));
@@ -254,6 +258,7 @@ fn log(row: &Row, at: usize) -> Result<Vec<LogEntry>, StoreError> {
             decisions: decisions(entry_decisions[i].take(), &format!("seq {seq} decisions"))?,
             requires_approval: approvals[i],
             ephemeral: ephemerals[i],
+            read_only: read_onlys[i],
             state: EntryState::parse(state)
                 .ok_or_else(|| StoreError::Decode(format!("unknown entry state {state:?}")))?,
             delivered: delivered[i].map(seq_from_sql).transpose()?,

@@ -12,17 +12,19 @@ pub(crate) fn upsert_entries(first: usize) -> String {
     format!(
         "INSERT INTO codemode_log_entries (runtime, execution_id, seq, connector, method, args,
                                   result, error, requires_approval, ephemeral, state,
-                                  approved_args, decisions, delivered)
+                                  approved_args, decisions, delivered, read_only)
     SELECT $1, $2, e.* FROM unnest({}::bigint[], {}::text[], {}::text[], {}::text[],
                                   {}::text[], {}::text[], {}::boolean[], {}::boolean[],
-                                  {}::text[], {}::text[], {}::text[], {}::bigint[]) AS e
+                                  {}::text[], {}::text[], {}::text[], {}::bigint[],
+                                  {}::boolean[]) AS e
     WHERE EXISTS (SELECT 1 FROM cas)
     ON CONFLICT (runtime, execution_id, seq) DO UPDATE SET
         connector = excluded.connector, method = excluded.method, args = excluded.args,
         result = excluded.result, error = excluded.error,
         requires_approval = excluded.requires_approval, ephemeral = excluded.ephemeral,
         state = excluded.state, approved_args = excluded.approved_args,
-        decisions = excluded.decisions, delivered = excluded.delivered",
+        decisions = excluded.decisions, delivered = excluded.delivered,
+        read_only = excluded.read_only",
         p(0),
         p(1),
         p(2),
@@ -34,7 +36,8 @@ pub(crate) fn upsert_entries(first: usize) -> String {
         p(8),
         p(9),
         p(10),
-        p(11)
+        p(11),
+        p(12)
     )
 }
 
@@ -52,6 +55,7 @@ pub(crate) struct EntryArrays<'a> {
     approved_args: Vec<Option<String>>,
     decisions: Vec<Option<String>>,
     delivered: Vec<Option<i64>>,
+    read_onlys: Vec<bool>,
 }
 
 impl<'a> EntryArrays<'a> {
@@ -75,6 +79,7 @@ impl<'a> EntryArrays<'a> {
             approved_args: Vec::with_capacity(n),
             decisions: Vec::with_capacity(n),
             delivered: Vec::with_capacity(n),
+            read_onlys: Vec::with_capacity(n),
         };
         for e in by_seq.into_values() {
             a.seqs.push(seq_to_sql(e.seq)?);
@@ -90,12 +95,13 @@ impl<'a> EntryArrays<'a> {
                 .push(e.approved_args.as_ref().map(json).transpose()?);
             a.decisions.push(json_decisions(&e.decisions)?);
             a.delivered.push(e.delivered.map(seq_to_sql).transpose()?);
+            a.read_onlys.push(e.read_only);
         }
         Ok(a)
     }
 
-    /// The twelve array parameters, in the order [`upsert_entries`] expects.
-    pub fn params(&self) -> [&(dyn ToSql + Sync); 12] {
+    /// The thirteen array parameters, in the order [`upsert_entries`] expects.
+    pub fn params(&self) -> [&(dyn ToSql + Sync); 13] {
         [
             &self.seqs,
             &self.connectors,
@@ -109,6 +115,7 @@ impl<'a> EntryArrays<'a> {
             &self.approved_args,
             &self.decisions,
             &self.delivered,
+            &self.read_onlys,
         ]
     }
 }

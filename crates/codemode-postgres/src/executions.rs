@@ -33,7 +33,7 @@ enum PruneTurn {
 }
 
 /// Terminal executions of `$1` past the newest `$K`, deleted (their logs by cascade),
-/// except those holding an approved write still applied that were updated at or after
+/// except those holding a write still applied that were updated at or after
 /// `since` (epoch ms): they stay for their audit and their rollback until older.
 /// Prunes of one runtime take turns under a transaction's advisory lock, taken before any
 /// row is touched: two of them deleting the same old rows in different orders deadlocked.
@@ -51,7 +51,8 @@ fn prune_sql(keep: &str, since: &str, turn: PruneTurn) -> String {
                AND EXISTS (SELECT 1 FROM codemode_log_entries l
                            WHERE l.runtime = codemode_executions.runtime
                              AND l.execution_id = codemode_executions.id
-                             AND l.state = 'applied' AND l.requires_approval))
+                             AND l.state = 'applied'
+                             AND (l.requires_approval OR NOT l.read_only)))
     RETURNING id"
     )
 }

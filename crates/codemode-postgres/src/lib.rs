@@ -43,7 +43,7 @@ pub use scratch::{ScratchDatabase, DEFAULT_TEST_URL};
 pub struct PostgresStore {
     pool: Pool,
     location: String,
-    /// How long pruning keeps approved writes and the archive keeps audit records.
+    /// How long pruning keeps applied writes and the archive keeps audit records.
     retention: codemode::RetentionAges,
 }
 
@@ -56,7 +56,7 @@ impl std::fmt::Debug for PostgresStore {
 }
 
 impl PostgresStore {
-    /// Pruning keeps a finished execution that holds an approved write still applied (not
+    /// Pruning keeps a finished execution that holds a write still applied (not
     /// reverted) until its last update is `min_age` old (default
     /// [`codemode::DEFAULT_RETENTION_MIN_AGE`]), so that it can be audited and rolled back.
     pub fn with_retention_min_age(mut self, min_age: std::time::Duration) -> Self {
@@ -76,7 +76,7 @@ impl PostgresStore {
         self.retention.audit_since_ms()
     }
 
-    /// The epoch ms from which pruning keeps approved writes.
+    /// The epoch ms from which pruning keeps applied writes.
     fn protect_since_ms(&self) -> i64 {
         self.retention.protect_since_ms()
     }

@@ -5,7 +5,7 @@ use codemode::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// The schema version this build writes and reads (`codemode_schema_version.version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -173,6 +173,15 @@ CREATE TABLE codemode_audit_archive (
 );
 CREATE INDEX codemode_audit_archive_by_creation ON codemode_audit_archive (runtime, created_at);
 CREATE INDEX codemode_audit_archive_by_update ON codemode_audit_archive (runtime, updated_at);
+";
+
+/// Version 11: whether each log entry's tool was read-only. Entries recorded before count as
+/// writes (the safe side): retention keeps an execution with an applied write, approved or
+/// not, until it is older than the minimum age, so that it can still be rolled back. The
+/// archive keeps the flags too (NULL in rows archived before: read as writes).
+const V11: &str = "
+ALTER TABLE codemode_log_entries ADD COLUMN read_only BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE codemode_audit_archive ADD COLUMN entry_read_onlys BOOLEAN[];
 ";
 
 const VERSION_TABLE: &str = "

@@ -63,7 +63,7 @@ async fn a_newer_schema_is_refused() {
 }
 
 /// A database written by version 1 (before the index of terminal executions, decisions,
-/// delivery order, workspace files, trace contexts and the audit archive) is migrated on connect and keeps its executions.
+/// delivery order, workspace files, trace contexts, the audit archive and read-only flags) is migrated on connect and keeps its executions.
 #[tokio::test]
 async fn a_version_1_database_is_migrated_and_keeps_its_executions() {
     let (db, store) = setup_or_skip!("a_version_1_database_is_migrated");
@@ -76,7 +76,7 @@ async fn a_version_1_database_is_migrated_and_keeps_its_executions() {
              DROP INDEX codemode_executions_paused;
              ALTER TABLE codemode_executions DROP COLUMN decisions, DROP COLUMN traceparent;
              ALTER TABLE codemode_log_entries DROP COLUMN approved_args,
-                 DROP COLUMN decisions, DROP COLUMN delivered;
+                 DROP COLUMN decisions, DROP COLUMN delivered, DROP COLUMN read_only;
              DROP TABLE codemode_workspace_files, codemode_workspace_changes;
              DROP TABLE codemode_audit_archive;
              UPDATE codemode_schema_version SET version = 1;",

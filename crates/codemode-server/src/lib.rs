@@ -66,7 +66,13 @@ pub fn routes(state: SharedState) -> Router {
     let guarded = api::routes(max_body)
         .route("/api/whoami", get(auth::whoami))
         .route("/metrics", metrics.route())
-        .nest_service("/mcp", mcp::http_service(state.clone()))
+        .nest_service(
+            "/mcp",
+            tower_layer::Layer::layer(
+                &middleware::from_fn_with_state(state.clone(), mcp::count_streams),
+                mcp::http_service(state.clone()),
+            ),
+        )
         .layer(middleware::from_fn_with_state(
             state.options.tokens.clone(),
             auth::require_token,

@@ -18,7 +18,10 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 mod live;
+mod streams;
 mod wait;
+
+pub use streams::count_streams;
 
 /// The MCP handler over the shared state.
 #[derive(Clone)]

@@ -46,6 +46,7 @@ fn big_entry(seq: u64, at: i64) -> LogEntry {
         error: None,
         requires_approval: true,
         ephemeral: false,
+        read_only: false,
         state: EntryState::Applied,
         approved_args: None,
         decisions: vec![Decision::new(

@@ -137,6 +137,7 @@ fn entry(seq: u64) -> LogEntry {
         error: None,
         requires_approval: false,
         ephemeral: false,
+        read_only: false,
         state: EntryState::Applied,
         approved_args: None,
         decisions: Vec::new(),

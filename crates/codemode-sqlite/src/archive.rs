@@ -16,7 +16,7 @@ WHERE runtime = ?1 AND id = ?2";
 /// Its entries as an audit export reads them: see `listing::AUDIT_ENTRIES`.
 const AUDIT_ENTRIES: &str = "
 SELECT seq, connector, method, args, NULL, NULL, requires_approval, ephemeral, state,
-       approved_args, decisions, delivered
+       approved_args, decisions, delivered, read_only
 FROM log_entries
 WHERE runtime = ?1 AND execution_id = ?2
   AND (state = 'applied' OR state = 'reverted' OR decisions IS NOT NULL)

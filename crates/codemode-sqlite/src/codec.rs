@@ -147,7 +147,7 @@ pub(crate) fn status(text: &str) -> Result<ExecutionStatus, StoreError> {
 
 /// The columns [`RawEntry::read`] expects, in order.
 pub(crate) const ENTRY_COLUMNS: &str =
-    "seq, connector, method, args, result, error, requires_approval, ephemeral, state, approved_args, decisions, delivered";
+    "seq, connector, method, args, result, error, requires_approval, ephemeral, state, approved_args, decisions, delivered, read_only";
 
 /// A log-entry row as read, before JSON and state decoding.
 pub(crate) struct RawEntry {
@@ -163,6 +163,7 @@ pub(crate) struct RawEntry {
     approved_args: Option<String>,
     decisions: Option<String>,
     delivered: Option<i64>,
+    read_only: bool,
 }
 
 impl RawEntry {
@@ -181,6 +182,7 @@ impl RawEntry {
             approved_args: row.get(at + 9)?,
             decisions: row.get(at + 10)?,
             delivered: row.get(at + 11)?,
+            read_only: row.get(at + 12)?,
         })
     }
 
@@ -207,6 +209,7 @@ impl RawEntry {
             decisions: decisions(self.decisions.as_deref(), &format!("seq {seq} decisions"))?,
             requires_approval: self.requires_approval,
             ephemeral: self.ephemeral,
+            read_only: self.read_only,
             state,
             delivered: match self.delivered {
                 Some(n) => Some(u64::try_from(n).map_err(|_| {

@@ -9,8 +9,8 @@ use rusqlite::{params, Connection};
 const UPSERT_ENTRY: &str = "
 INSERT OR REPLACE INTO log_entries (runtime, execution_id, seq, connector, method, args, result,
                                     error, requires_approval, ephemeral, state, approved_args,
-                                    decisions, delivered)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+                                    decisions, delivered, read_only)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
 
 /// A log entry with its JSON encoded, ready to bind: encoding runs on the caller's thread,
 /// so the writer thread only binds text (and allocates little of its own).
@@ -27,6 +27,7 @@ pub(crate) struct Encoded {
     approved_args: Option<String>,
     decisions: Option<String>,
     delivered: Option<i64>,
+    read_only: bool,
 }
 
 /// Encodes entries for [`upsert_entries`].
@@ -47,6 +48,7 @@ pub(crate) fn encode(entries: &[LogEntry]) -> Result<Vec<Encoded>, StoreError> {
                 approved_args: entry.approved_args.as_ref().map(json).transpose()?,
                 decisions: json_decisions(&entry.decisions)?,
                 delivered: entry.delivered.map(seq_to_sql).transpose()?,
+                read_only: entry.read_only,
             })
         })
         .collect()
@@ -83,6 +85,7 @@ pub(crate) fn upsert_entries(
             e.approved_args,
             e.decisions,
             e.delivered,
+            e.read_only,
         ])
         .ctx(loc, "writing a log entry")?;
     }

@@ -31,18 +31,20 @@ const DELETE_EXECUTION: &str = "DELETE FROM executions WHERE runtime = ?1 AND id
 /// across runtimes; workspaces belong to no runtime).
 const DELETE_FILE_UNDO: &str = "DELETE FROM workspace_changes WHERE execution_id = ?1";
 
-/// Whether an execution holds an approved write still applied and was updated at or after
-/// `?3`: pruning keeps it (for its audit and its rollback) until it is older.
+/// Whether an execution holds a write still applied (one that needed approval, or any call
+/// to a tool that is not read-only) and was updated at or after `?3`: pruning keeps it (for
+/// its audit and its rollback) until it is older.
 const PROTECTED: &str = "
 SELECT EXISTS (
     SELECT 1 FROM executions e
     WHERE e.runtime = ?1 AND e.id = ?2 AND e.updated_at >= ?3 AND e.status <> 'rolled_back'
       AND EXISTS (SELECT 1 FROM log_entries l
                   WHERE l.runtime = ?1 AND l.execution_id = ?2
-                    AND l.state = 'applied' AND l.requires_approval = 1))";
+                    AND l.state = 'applied'
+                    AND (l.requires_approval = 1 OR l.read_only = 0)))";
 
 /// Inserts a running execution (and any entries it carries), then prunes beyond `keep`
-/// (keeping approved writes updated at or after `protect_since_ms`, and archived audit
+/// (keeping applied writes updated at or after `protect_since_ms`, and archived audit
 /// records updated at or after `audit_since_ms`).
 pub(crate) fn insert(
     tx: &Connection,

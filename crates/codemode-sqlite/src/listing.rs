@@ -135,7 +135,7 @@ LIMIT ?4";
 /// entries and those a decision concerned only.
 const AUDIT_ENTRIES: &str = "
 SELECT execution_id, seq, connector, method, args, NULL, NULL, requires_approval, ephemeral,
-       state, approved_args, decisions, delivered
+       state, approved_args, decisions, delivered, read_only
 FROM log_entries
 WHERE runtime = ?1 AND execution_id IN (SELECT value FROM json_each(?2))
   AND (state = 'applied' OR state = 'reverted' OR decisions IS NOT NULL)

@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const APPLICATION_ID: i32 = 0x436f_4d6f;
 
 /// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -243,6 +243,13 @@ CREATE TABLE audit_archive (
 ) WITHOUT ROWID;
 CREATE INDEX audit_archive_by_creation ON audit_archive (runtime, created_at);
 CREATE INDEX audit_archive_by_update ON audit_archive (runtime, updated_at);
+";
+
+/// Version 12: whether each log entry's tool was read-only. Entries recorded before count as
+/// writes (the safe side): retention keeps an execution with an applied write, approved or
+/// not, until it is older than the minimum age, so that it can still be rolled back.
+const V12: &str = "
+ALTER TABLE log_entries ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0;
 ";
 
 /// Refuses a database that is not ours or is newer than this build, before anything is written.

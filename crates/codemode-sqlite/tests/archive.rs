@@ -41,10 +41,13 @@ async fn a_version_10_file_gains_the_archive_and_keeps_only_the_audit_record() {
         };
         assert!(s.commit(RT, &done).await.unwrap());
     }
-    // As a version 10 file: the next open runs version 11.
+    // As a version 10 file: the next open runs version 11 and on.
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("DROP TABLE audit_archive;").unwrap();
+        conn.execute_batch(
+            "DROP TABLE audit_archive; ALTER TABLE log_entries DROP COLUMN read_only;",
+        )
+        .unwrap();
         conn.pragma_update(None, "user_version", 10).unwrap();
     }
     let s = SqliteStore::open(&path).unwrap();

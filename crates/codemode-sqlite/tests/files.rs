@@ -513,7 +513,8 @@ async fn version_9_keeps_every_column_and_writes_without_temporary_tables() {
     let before = {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "INSERT INTO executions VALUES (7, 'default', 'e1', 'code', 'paused', '{\"r\":1}', 'err',
+            "ALTER TABLE log_entries DROP COLUMN read_only;
+             INSERT INTO executions VALUES (7, 'default', 'e1', 'code', 'paused', '{\"r\":1}', 'err',
                 '[\"log\"]', '[\"tasks\"]', 1, 2, 'node', 99, '[{\"d\":1}]', '00-abc-def-01');
              INSERT INTO executions VALUES (8, 'default', 'e2', 'code', 'cancelled', NULL, NULL,
                 '[]', '[]', 3, 4, NULL, NULL, NULL, NULL);
@@ -534,7 +535,10 @@ async fn version_9_keeps_every_column_and_writes_without_temporary_tables() {
     assert_eq!(before.len(), 3);
     drop(SqliteStore::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    assert_eq!(dump(&conn), before);
+    // Version 12 adds each entry's read-only flag, 0 (a write) for the entries already there.
+    let mut expected = before.clone();
+    expected[2].push_str("|Integer(0)");
+    assert_eq!(dump(&conn), expected);
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
@@ -583,6 +587,7 @@ async fn version_10_measures_the_undo_records_a_file_already_holds() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "DROP TABLE audit_archive;
+             ALTER TABLE log_entries DROP COLUMN read_only;
              DROP INDEX workspace_changes_undo;
              ALTER TABLE workspace_changes DROP COLUMN undo_size;
              INSERT INTO workspace_changes VALUES ('w', 'e:0', '/f', 'héllo', 1, 1, 0, 1, 'e');

@@ -27,6 +27,11 @@ pub struct LogEntry {
     /// A `replay: reexecute` entry: its result is not stored and it runs on every pass.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ephemeral: bool,
+    /// Whether the tool was read-only (safe to run twice, nothing to undo). Absent means a
+    /// write, the safe side for entries recorded before the flag existed: retention keeps
+    /// an execution with an applied write for its rollback.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
     /// What happened to the call.
     pub state: EntryState,
     /// The arguments a person approved in place of `args`; the connector ran with these.

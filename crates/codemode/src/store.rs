@@ -19,7 +19,7 @@ pub struct Lease {
     pub until_ms: i64,
 }
 
-/// How long, by default, retention keeps a finished execution that holds an approved write
+/// How long, by default, retention keeps a finished execution that holds a write (approved or not)
 /// still applied (not reverted), so that it can be audited and rolled back: 7 days, counted
 /// from its last update. The stores prune such an execution only once it is older.
 pub const DEFAULT_RETENTION_MIN_AGE: std::time::Duration =
@@ -31,7 +31,7 @@ pub const DEFAULT_RETENTION_MIN_AGE: std::time::Duration =
 pub const DEFAULT_AUDIT_MAX_AGE: std::time::Duration =
     std::time::Duration::from_secs(90 * 24 * 60 * 60);
 
-/// How long a store keeps what a person may still need: executions holding approved writes
+/// How long a store keeps what a person may still need: executions holding writes
 /// still applied, and the archived audit records of removed executions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetentionAges {
@@ -49,7 +49,7 @@ impl Default for RetentionAges {
 }
 
 impl RetentionAges {
-    /// Sets how long pruning keeps an execution holding an approved write still applied.
+    /// Sets how long pruning keeps an execution holding a write still applied.
     pub fn set_min_age(&mut self, min_age: std::time::Duration) {
         self.min_age_ms = duration_ms(min_age);
     }
@@ -59,7 +59,7 @@ impl RetentionAges {
         self.audit_max_age_ms = duration_ms(max_age);
     }
 
-    /// The epoch ms from which pruning keeps approved writes.
+    /// The epoch ms from which pruning keeps applied writes.
     pub fn protect_since_ms(&self) -> i64 {
         crate::now_ms().saturating_sub(self.min_age_ms)
     }

@@ -28,6 +28,7 @@ pub async fn a_commit_upserts_entries_by_seq(store: &dyn Store) {
         error: None,
         requires_approval: false,
         ephemeral: true,
+        read_only: false,
         state: Applied,
         approved_args: None,
         decisions: Vec::new(),

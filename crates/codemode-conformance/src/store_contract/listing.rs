@@ -143,7 +143,7 @@ pub async fn the_audit_read_filters_its_window_and_entries_in_the_store(store: &
 
 /// Pruning keeps a finished execution that holds an approved write still applied and was
 /// updated within the retention's minimum age (7 days by default), however many runs come
-/// after it; a rolled-back one, one older than that, or one without approved writes goes.
+/// after it; a rolled-back one, one older than that, or one without applied writes goes.
 pub async fn retention_keeps_recent_approved_writes_for_their_audit_and_rollback(
     store: &dyn Store,
 ) {
@@ -185,4 +185,47 @@ pub async fn retention_keeps_recent_approved_writes_for_their_audit_and_rollback
     assert_eq!(ids(&left), ["last", "next", "write"]);
     let kept = store.execution(RT, "write").await.unwrap().unwrap();
     assert_eq!(kept.log[0].state, Applied, "its log is whole");
+}
+
+/// Pruning keeps a recent finished execution holding a write that needed no approval (a
+/// call to a tool that is not read-only) still applied, as it keeps approved ones: a person
+/// may still roll it back. One whose applied calls were all read-only goes. The flag reads
+/// back as written.
+pub async fn retention_keeps_recent_writes_that_needed_no_approval(store: &dyn Store) {
+    let now = codemode::now_ms();
+    let with = |id: &str, at: i64, read_only: bool| {
+        let mut e = execution(id, at);
+        let mut call = entry(0, Applied);
+        call.read_only = read_only;
+        e.log = vec![call];
+        e
+    };
+    insert_execution(store, RT, &with("write", now - 3_000, false), 50).await;
+    move_through(store, RT, "write", &[Completed], now - 2_900).await;
+    insert_execution(store, RT, &with("read", now - 2_800, true), 50).await;
+    move_through(store, RT, "read", &[Completed], now - 2_700).await;
+    let read = store.execution(RT, "read").await.unwrap().unwrap();
+    assert!(
+        read.log[0].read_only,
+        "a read-only entry reads back read-only"
+    );
+    for i in 0..4 {
+        let id = format!("trivial-{i}");
+        insert_execution(store, RT, &execution(&id, now - 1_000 + i), 50).await;
+        move_through(store, RT, &id, &[Completed], now - 900 + i).await;
+    }
+    let pruned = store.prune_executions(RT, 2).await.unwrap();
+    assert_eq!(pruned, 3, "the read-only run and two trivial runs go");
+    let left = page(store, None, None, 50).await;
+    assert_eq!(ids(&left), ["trivial-3", "trivial-2", "write"]);
+    // The prune on every insert keeps it too.
+    insert_execution(store, RT, &execution("next", now), 1).await;
+    move_through(store, RT, "next", &[Completed], now).await;
+    insert_execution(store, RT, &execution("last", now + 1), 1).await;
+    let left = page(store, None, None, 50).await;
+    assert_eq!(ids(&left), ["last", "next", "write"]);
+    let kept = store.execution(RT, "write").await.unwrap().unwrap();
+    let call = &kept.log[0];
+    assert_eq!(call.state, Applied, "its log is whole");
+    assert!(!call.requires_approval && !call.read_only, "{call:?}");
 }

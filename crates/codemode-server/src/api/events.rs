@@ -1,7 +1,8 @@
 //! The event streams as routes: `GET /api/events` and `GET /api/executions/{id}/events`
 //! (server-sent events; see [`crate::events`]), at most `limits.max_event_streams` open at
 //! once (past it 503) and `limits.max_event_streams_per_client` for one token or address
-//! (past it 429), both with `Retry-After`.
+//! (past it 429), both with `Retry-After`. The MCP endpoint's `GET /mcp` streams count
+//! against the same limits (`crate::mcp::streams`).
 
 use super::ApiError;
 use crate::auth::Principal;
@@ -47,7 +48,7 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
 }
 
 /// Who a stream counts against: the token's name, or the address when no token is needed.
-fn client_of(parts: &Parts) -> String {
+pub(crate) fn client_of(parts: &Parts) -> String {
     match parts.extensions.get::<Principal>() {
         Some(p) if p.name != Principal::local().name => format!("token {}", p.name),
         _ => match parts.extensions.get::<ConnectInfo<SocketAddr>>() {
@@ -58,7 +59,7 @@ fn client_of(parts: &Parts) -> String {
 }
 
 /// The refusal of a stream past its limits: 503 (all) or 429 (this client), `Retry-After`.
-fn refused(why: StreamRefused) -> Response {
+pub(crate) fn refused_stream(why: StreamRefused) -> Response {
     let status = match why {
         StreamRefused::Full(_) => StatusCode::SERVICE_UNAVAILABLE,
         StreamRefused::ClientFull(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -75,7 +76,7 @@ fn respond(s: &SharedState, filter: Filter, parts: &Parts) -> Result<Response, A
     let after = last_event_id(&parts.headers)?;
     let place = match s.events.open(&client_of(parts)) {
         Ok(place) => place,
-        Err(why) => return Ok(refused(why)),
+        Err(why) => return Ok(refused_stream(why)),
     };
     // A shutdown ends the stream, so open streams do not hold it up.
     let stream = s

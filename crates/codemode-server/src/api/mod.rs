@@ -19,6 +19,7 @@ use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
+pub(crate) use events::{client_of, refused_stream};
 pub use health::healthz;
 
 /// Every `/api` route, with bodies read whole (at most `max_body` bytes) before they run.

@@ -99,7 +99,7 @@ pub enum Isolation {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetentionSection {
-    /// Days a finished execution holding an approved write still applied (not reverted) is
+    /// Days a finished execution holding a write still applied (approved or not, not reverted) is
     /// kept after its last update, however many runs follow, so that it can be audited and
     /// rolled back (default 7).
     pub min_age_days: Option<u64>,
@@ -110,7 +110,7 @@ pub struct RetentionSection {
 }
 
 impl RetentionSection {
-    /// How long pruning keeps an execution with an approved write still applied.
+    /// How long pruning keeps an execution with a write still applied.
     pub fn min_age(&self) -> std::time::Duration {
         match self.min_age_days {
             Some(days) => std::time::Duration::from_secs(days.saturating_mul(24 * 60 * 60)),
@@ -167,8 +167,8 @@ pub struct Limits {
     /// Connections past `max_connections` kept for short requests, which no stream may use
     /// (default 64).
     pub reserved_connections: Option<usize>,
-    /// Event streams (`/api/events`, an execution's events) open at once (default 128); more
-    /// are answered 503 with `Retry-After`.
+    /// Event streams (`/api/events`, an execution's events, `GET /mcp`) open at once
+    /// (default 128); more are answered 503 with `Retry-After`.
     pub max_event_streams: Option<usize>,
     /// Event streams open at once for one token (or one address when no token is needed)
     /// (default 16); more are answered 429 with `Retry-After`.

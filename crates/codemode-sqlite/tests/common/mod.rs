@@ -60,6 +60,7 @@ pub fn entry(seq: u64, state: EntryState) -> LogEntry {
         error: None,
         requires_approval: state == EntryState::Pending,
         ephemeral: false,
+        read_only: false,
         state,
         approved_args: None,
         decisions: Vec::new(),

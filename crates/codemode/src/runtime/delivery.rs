@@ -149,6 +149,7 @@ mod tests {
             error: None,
             requires_approval: false,
             ephemeral: false,
+            read_only: false,
             state: EntryState::Applied,
             approved_args: None,
             decisions: Vec::new(),
