@@ -380,3 +380,27 @@ fn the_largest_timeout_is_far_away_not_a_wrapped_deadline() {
         assert!(stdout.contains("42"), "{isolation}: {stdout}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_limit_is_checked_alike_on_both_paged_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
+    let c = common::client();
+    for (route, max) in [("executions", 500), ("pending", 1000)] {
+        for bad in ["0", "-1", "x", "1.5", ""] {
+            let url = format!("{}/api/{route}?limit={bad}", server.base);
+            let (status, body) = common::get(&c, url.clone()).await;
+            assert_eq!(status, 400, "{url}: {body}");
+            let error = body["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains(&format!("from 1 to {max}")) && error.contains("Link header"),
+                "{url}: {body}"
+            );
+        }
+        // A huge page is cut to the largest one, not refused or wrapped.
+        let url = format!("{}/api/{route}?limit=1000000000000", server.base);
+        let (status, body) = common::get(&c, url.clone()).await;
+        assert_eq!(status, 200, "{url}: {body}");
+        assert!(body.is_array(), "{url}: {body}");
+    }
+}

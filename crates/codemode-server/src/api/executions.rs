@@ -43,8 +43,8 @@ struct PendingQuery {
     /// Only this execution's pending actions.
     execution_id: Option<String>,
     /// A page of at most this many actions (at most [`MAX_PENDING_PAGE`]); a full page's
-    /// answer names the next one in its `Link` header.
-    limit: Option<usize>,
+    /// answer names the next one in its `Link` header; 0, negative or not a number is a 400.
+    limit: Option<String>,
     /// The page starts after this action, `EXECUTION_ID:SEQ` (as the `Link` header says).
     after: Option<String>,
 }
@@ -63,13 +63,12 @@ async fn pending(
     if only.is_some() || (q.limit.is_none() && after.is_none()) {
         return to_json(s.runtime.pending(only).await?).map(IntoResponse::into_response);
     }
-    let limit = q.limit.unwrap_or(MAX_PENDING_PAGE).min(MAX_PENDING_PAGE);
-    if limit == 0 {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "limit must be at least 1",
-        ));
-    }
+    let limit = page_size(
+        q.limit.as_deref(),
+        MAX_PENDING_PAGE,
+        MAX_PENDING_PAGE,
+        "after=EXECUTION_ID:SEQ",
+    )?;
     let after = after.map(parse_after).transpose()?;
     let page = s
         .runtime
@@ -151,16 +150,22 @@ struct ListQuery {
     status: Option<String>,
 }
 
-/// The page size a `limit` asks for, or a 400 saying what is accepted.
-fn page_size(limit: Option<&str>) -> Result<usize, ApiError> {
+/// The page size a `limit` asks for (`default` without one, cut to `max`), or a 400 saying
+/// what is accepted and how to page on (`cursor`: the query parameter the `Link` header gives).
+fn page_size(
+    limit: Option<&str>,
+    default: usize,
+    max: usize,
+    cursor: &str,
+) -> Result<usize, ApiError> {
     let Some(text) = limit else {
-        return Ok(DEFAULT_EXECUTIONS_PAGE);
+        return Ok(default);
     };
     let bad = || {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             format!(
-                "limit must be a whole number from 1 to {MAX_EXECUTIONS_PAGE} (larger ones are cut to {MAX_EXECUTIONS_PAGE}), not {text:?}; page on with before=ID from the Link header"
+                "limit must be a whole number from 1 to {max} (larger ones are cut to {max}), not {text:?}; page on with {cursor} from the Link header"
             ),
         )
     };
@@ -173,7 +178,7 @@ fn page_size(limit: Option<&str>) -> Result<usize, ApiError> {
     if n == 0 {
         return Err(bad());
     }
-    Ok(usize::try_from(n).map_or(MAX_EXECUTIONS_PAGE, |n| n.min(MAX_EXECUTIONS_PAGE)))
+    Ok(usize::try_from(n).map_or(max, |n| n.min(max)))
 }
 
 /// `GET /api/executions[?limit=N][&before=ID][&status=S]`: a page of execution summaries
@@ -183,7 +188,12 @@ async fn executions(
     State(s): State<SharedState>,
     Query(q): Query<ListQuery>,
 ) -> Result<Response, ApiError> {
-    let limit = page_size(q.limit.as_deref())?;
+    let limit = page_size(
+        q.limit.as_deref(),
+        DEFAULT_EXECUTIONS_PAGE,
+        MAX_EXECUTIONS_PAGE,
+        "before=ID",
+    )?;
     let status = match q.status.as_deref().filter(|t| !t.is_empty()) {
         None => None,
         Some(text) => Some(codemode::ExecutionStatus::parse(text).ok_or_else(|| {
