@@ -500,12 +500,9 @@ fn idle_half_sent_and_surplus_connections_are_closed() {
 
 #[test]
 fn with_elicitation_off_accepting_it_approves_nothing() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-    let sdk = fixtures.join("node_modules/@modelcontextprotocol/sdk/package.json");
-    if !sdk.exists() || Command::new("node").arg("--version").output().is_err() {
-        eprintln!("skipped: node or fixtures/node_modules missing (run npm ci in fixtures/)");
+    let Some(fixtures) = common::fixtures() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let file = config(
         dir.path(),

@@ -5,20 +5,8 @@ mod common;
 
 use common::{cli, serve, BIN};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-    let sdk = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
-    let node = Command::new("node").arg("--version").output().is_ok();
-    if sdk.exists() && node {
-        Some(dir)
-    } else {
-        eprintln!("skipped: node or fixtures/node_modules missing (run npm ci in fixtures/)");
-        None
-    }
-}
 
 fn client(fixtures: &Path, mode: &str, target: &[&str], codes: &[&str]) -> Value {
     client_with(fixtures, mode, target, codes, None)
@@ -81,7 +69,7 @@ const CODES: [&str; 2] = [
 
 #[test]
 fn sdk_client_over_stdio() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
     let store = format!("sqlite:{}", db.display());
@@ -106,7 +94,7 @@ fn sdk_client_over_stdio() {
 
 #[test]
 fn sdk_client_over_http() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let dir = tempfile::tempdir().unwrap();
     // The paused call returns at once instead of waiting for a decision.
     std::fs::write(
@@ -125,7 +113,7 @@ fn sdk_client_over_http() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_server_as_a_connector() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let everything = fx.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let dir = tempfile::tempdir().unwrap();
     let flag = format!("everything=node {} stdio", everything.display());
@@ -181,7 +169,7 @@ fn shown(dir: &Path, db: &Path, id: &str) -> Value {
 
 #[test]
 fn a_pause_is_resolved_by_elicitation() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("m.db");
     let store = format!("sqlite:{}", db.display());
@@ -192,7 +180,7 @@ fn a_pause_is_resolved_by_elicitation() {
 
 #[test]
 fn a_pause_is_resolved_by_elicitation_over_streamable_http() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let dir = tempfile::tempdir().unwrap();
     let server = serve(dir.path(), &["--listen", "127.0.0.1:0"], &[]);
     let url = format!("{}/mcp", server.base);
@@ -204,7 +192,7 @@ fn a_pause_is_resolved_by_elicitation_over_streamable_http() {
 /// accepting runs them all, declining rejects them all; either way one question was asked.
 #[test]
 fn a_batch_of_writes_is_put_to_the_user_in_one_question() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("b.db");
     let store = format!("sqlite:{}", db.display());
@@ -233,7 +221,7 @@ fn a_batch_of_writes_is_put_to_the_user_in_one_question() {
 
 #[test]
 fn wrap_puts_an_mcp_server_behind_the_code_tool() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let everything = fx.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let everything = everything.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -265,7 +253,7 @@ fn wrap_puts_an_mcp_server_behind_the_code_tool() {
 
 #[test]
 fn wrap_description_replaces_the_code_tools_description_with_its_placeholders_filled() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let everything = fx.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let everything = everything.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -9,20 +9,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use common::BIN;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-    let sdk = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
-    let node = Command::new("node").arg("--version").output().is_ok();
-    if sdk.exists() && node {
-        Some(dir)
-    } else {
-        eprintln!("skipped: node or fixtures/node_modules missing (run npm ci in fixtures/)");
-        None
-    }
-}
 
 fn spec() -> Value {
     json!({
@@ -74,7 +62,7 @@ async fn api() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_and_execute_over_stdio() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let base = api().await;
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite:{}", dir.path().join("c.db").display());
@@ -166,10 +154,10 @@ async fn search_and_execute_over_stdio() {
 /// loopback server standing in for api.github.com.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn github_scale_search_and_execute_with_default_limits() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let github = fx.join("node_modules/@octokit/openapi/generated/api.github.com.json");
     if !github.exists() {
-        eprintln!("skipped: {} missing", github.display());
+        common::missing(&github.display().to_string());
         return;
     }
     let app = Router::new().route(

@@ -9,22 +9,10 @@ mod common;
 use common::{client, get, post, serve};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-    let sdk = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
-    let node = Command::new("node").arg("--version").output().is_ok();
-    if sdk.exists() && node {
-        Some(dir)
-    } else {
-        eprintln!("skipped: node or fixtures/node_modules missing (run npm ci in fixtures/)");
-        None
-    }
-}
 
 /// Starts the waiting MCP client on `calls`; its stdout lines arrive on the receiver.
 fn start_client(
@@ -86,7 +74,7 @@ fn config(dir: &Path, wait_ms: u64) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_paused_tool_call_waits_for_an_approval_and_returns_the_outcome() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let (_dir, server) = serve_waiting(30_000);
     let http = client();
     let url = format!("{}/mcp", server.base);
@@ -164,7 +152,7 @@ async fn a_paused_tool_call_waits_for_an_approval_and_returns_the_outcome() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn past_the_wait_the_call_returns_paused_saying_how_to_continue() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let (_dir, server) = serve_waiting(300);
     let url = format!("{}/mcp", server.base);
     let (mut node, rx) = start_client(&fx, &url, &[json!({ "code": WRITE })]);
@@ -244,7 +232,7 @@ async fn http_run_waits_and_approve_checks_edited_arguments_and_scope_and_cancel
 /// and kept whole in the workspace under the name its last log line gives.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_picked_up_result_is_cut_to_the_budget_and_kept_whole() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let (_dir, server) = serve_waiting(1_000);
     let http = client();
     let base = &server.base;
@@ -284,7 +272,7 @@ async fn a_picked_up_result_is_cut_to_the_budget_and_kept_whole() {
 /// the first call's, and kept whole in the workspace under the name its last log line gives.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_result_after_waiting_for_approval_is_cut_to_the_budget_and_kept_whole() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let (_dir, server) = serve_waiting(30_000);
     let http = client();
     let base = &server.base;
@@ -338,7 +326,7 @@ async fn a_result_after_waiting_for_approval_is_cut_to_the_budget_and_kept_whole
 /// 12,000 characters, within the default budget (24,000), is cut under a budget of 500 tokens.
 #[tokio::test(flavor = "multi_thread")]
 async fn limits_max_result_tokens_sets_the_budget_of_mcp_results() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let dir = tempfile::tempdir().unwrap();
     let text = "[approvals]\nelicitation = false\n[limits]\nmax_result_tokens = 500\n";
     std::fs::write(dir.path().join("codemode.toml"), text).unwrap();
@@ -367,7 +355,7 @@ async fn limits_max_result_tokens_sets_the_budget_of_mcp_results() {
 /// wall-time limit), with the call it made before kept in its log.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_client_cancel_stops_a_loop_that_calls_nothing() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let (_dir, server) = serve_waiting(30_000);
     let http = client();
     let base = &server.base;
@@ -418,7 +406,7 @@ async fn an_mcp_client_cancel_stops_a_loop_that_calls_nothing() {
 /// console lines as they happen, in order, with increasing progress values.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_running_call_reports_its_calls_and_console_lines_as_progress() {
-    let Some(fx) = fixtures() else { return };
+    let Some(fx) = common::fixtures() else { return };
     let (_dir, server) = serve_waiting(30_000);
     let code = "await tasks.list_tasks({}); console.log('half way'); const t = Date.now(); while (Date.now() - t < 1500) {} await tasks.list_tasks({}); return 2";
     let (mut node, rx) = start_client(
