@@ -1,10 +1,12 @@
-//! A sandbox process: reads frames on stdin, runs one pass at a time on its pass thread, and
-//! writes the pass's host calls, console lines and end on stdout.
+//! A sandbox process: its pass thread reads frames on stdin, runs one pass at a time with the
+//! in-process machinery ([`Slot`], [`run_pass`]), and writes the pass's host calls, console
+//! lines and end on stdout.
 //!
-//! Threads: the main thread reads frames (replies go to the [`Replies`] queue, a cancel sets
-//! the pass's stop flag); the pass thread runs passes with the in-process machinery
-//! ([`Slot`], [`run_pass`]) and a [`Host`] that forwards each call as a frame. Both exist
-//! before the process confines itself ([`super::confine`]): no thread is made after that.
+//! While a pass waits for a host reply its thread reads the reply from stdin itself (no
+//! other thread to hop through: a host call costs the parent one wake-up and this thread
+//! one). A cancel comes as a signal, which also interrupts that read ([`super::sys`]). The
+//! main thread reads the first frame, confines the process ([`super::confine`]) and then
+//! only waits: no thread is made after confinement.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -12,7 +14,7 @@ use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -20,13 +22,13 @@ use std::time::Duration;
 use codemode::{ExecuteRequest, Host, HostCall, HostReply, Namespace, PassEnd};
 use futures::future::BoxFuture;
 
-use super::confine;
 use super::protocol::{
-    encode, read_frame, write_frame, FromChild, Limits, ToChild, MAX_PARENT_FRAME,
+    encode_into, next_blocking, FrameBuffer, FromChild, Limits, Next, ToChild, MAX_PARENT_FRAME,
 };
+use super::{confine, sys};
 use crate::compiled::CodeCache;
 use crate::options::QuickJsOptions;
-use crate::pass::{run_pass, PassJob};
+use crate::pass::{run_pass, PassJob, ReplyWait};
 use crate::slot::Slot;
 
 /// Runs this process as a sandbox worker until its parent closes stdin; never returns.
@@ -44,43 +46,58 @@ pub fn run_worker() -> ! {
     std::process::exit(code)
 }
 
-/// Frames to the parent, written whole by one thread at a time.
-struct Output(Mutex<OutputState>);
-
-struct OutputState {
-    out: io::Stdout,
-    /// Frames held until the next one sent ([`Output::hold`]).
-    held: Vec<u8>,
+/// Ends the process: its parent is gone or broke the protocol (said on stderr).
+fn quit(why: &str) -> ! {
+    if !why.is_empty() {
+        let _ = writeln!(io::stderr(), "codemode sandbox process: {why}");
+    }
+    std::process::exit(1)
 }
+
+/// Frames to the parent, each written whole in one system call.
+struct Output(Mutex<Vec<u8>>);
 
 impl Output {
     fn new() -> Self {
-        Output(Mutex::new(OutputState {
-            out: io::stdout(),
-            held: Vec::new(),
-        }))
+        Output(Mutex::new(Vec::with_capacity(4096)))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Sends `frame` after every frame held before it.
     fn send(&self, frame: &FromChild) -> io::Result<()> {
-        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if state.held.is_empty() {
-            return write_frame(&mut state.out, frame);
-        }
-        let mut bytes = std::mem::take(&mut state.held);
-        bytes.extend_from_slice(&encode(frame));
-        let written = state.out.write_all(&bytes).and_then(|()| state.out.flush());
+        let mut bytes = self.lock();
+        encode_into(&mut bytes, frame);
+        let written = sys::write_stdout(&bytes);
         bytes.clear();
-        state.held = bytes;
+        if bytes.capacity() > 1 << 20 {
+            bytes.shrink_to(4096);
+        }
         written
     }
 
     /// Keeps `frame` to go out with the next frame sent: a call goes with its `Polled`, so a
     /// call awaited at once costs one write.
     fn hold(&self, frame: &FromChild) {
-        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let bytes = encode(frame);
-        state.held.extend_from_slice(&bytes);
+        encode_into(&mut self.lock(), frame);
+    }
+}
+
+/// Frames from the parent, read by the pass thread.
+struct Input(FrameBuffer);
+
+impl Input {
+    /// The next frame, waiting for it; `None` when a signal interrupted the wait. Ends the
+    /// process at the end of the stream, or at a frame that breaks the protocol.
+    fn next(&mut self) -> Option<ToChild> {
+        match next_blocking(&mut self.0, sys::read_stdin) {
+            Ok(Next::Frame(frame)) => Some(frame),
+            Ok(Next::Interrupted) => None,
+            Ok(Next::End) => std::process::exit(0),
+            Err(e) => quit(&e.to_string()),
+        }
     }
 }
 
@@ -93,48 +110,50 @@ fn options_of(limits: &Limits) -> QuickJsOptions {
         .with_max_code_bytes(limits.max_code_bytes)
 }
 
-/// What the reader hands the pass thread.
-enum Job {
-    Pass {
-        code: String,
-        namespaces: Option<Vec<Namespace>>,
-        cancel: Arc<AtomicBool>,
-    },
-    Probe,
-}
-
 fn serve() -> io::Result<()> {
-    let mut input = io::stdin().lock();
-    let output = Arc::new(Output::new());
-    let limits = match read_frame::<ToChild>(&mut input, MAX_PARENT_FRAME) {
-        Ok(Some(ToChild::Init(limits))) => limits,
-        Ok(None) => return Ok(()),
-        Ok(Some(_)) => return Err(io::Error::other("the first message was not Init")),
-        Err(e) => return Err(io::Error::other(e.to_string())),
+    let mut input = Input(FrameBuffer::new(MAX_PARENT_FRAME));
+    let limits = loop {
+        match next_blocking(&mut input.0, sys::read_stdin) {
+            Ok(Next::Frame(ToChild::Init(limits))) => break limits,
+            Ok(Next::Frame(_)) => return Err(io::Error::other("the first message was not Init")),
+            Ok(Next::Interrupted) => continue,
+            Ok(Next::End) => return Ok(()),
+            Err(e) => return Err(io::Error::other(e.to_string())),
+        }
     };
+    let output = Arc::new(Output::new());
     let options = Arc::new(options_of(&limits));
     // Made now: the first use reads the system's core count, which confinement refuses.
     let _ = crate::turns::Turns::shared();
-    let replies = Arc::new(Replies::default());
-    let (jobs, receiver) = mpsc::channel::<Job>();
+    let cancel = Arc::new(AtomicBool::new(false));
+    sys::install_handlers(cancel.clone())?;
+    // Only the pass thread takes the signals: a cancel is handled before that thread can
+    // read its next pass.
+    sys::block_signals()?;
     let (warm, warmed) = mpsc::sync_channel::<()>(1);
-    {
+    let (go, started) = mpsc::sync_channel::<Input>(1);
+    let pass_thread = {
         let output = output.clone();
-        let replies = replies.clone();
         let options = options.clone();
         std::thread::Builder::new()
             .name("codemode-sandbox-pass".into())
             .stack_size(options.thread_stack_size())
             .spawn(move || {
+                if let Err(e) = sys::unblock_signals() {
+                    quit(&format!("cannot take signals: {e}"));
+                }
                 // A runtime made now (the first pass's, if its namespaces are none) and the
                 // thread's allocator state count in the address space measured below.
                 if let Ok(slot) = Slot::take(&options, &[]) {
                     slot.put_back(true, &options);
                 }
                 let _ = warm.send(());
-                pass_loop(&receiver, &output, &replies, &options)
-            })?;
-    }
+                let Ok(input) = started.recv() else {
+                    std::process::exit(0)
+                };
+                pass_loop(input, &output, &options, cancel)
+            })?
+    };
     if warmed.recv().is_err() {
         return Err(io::Error::other("the pass thread did not start"));
     }
@@ -148,75 +167,101 @@ fn serve() -> io::Result<()> {
             return Ok(());
         }
     }
-    let mut current = Arc::new(AtomicBool::new(false));
-    loop {
-        let frame = match read_frame::<ToChild>(&mut input, MAX_PARENT_FRAME) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return Ok(()),
-            Err(e) => return Err(io::Error::other(e.to_string())),
+    if go.send(input).is_err() {
+        return Err(io::Error::other("the pass thread stopped"));
+    }
+    let _ = pass_thread.join();
+    Err(io::Error::other("the pass thread stopped"))
+}
+
+/// How the pass thread waits for a host reply: it reads the next frame itself.
+struct FrameWait {
+    input: Mutex<Input>,
+    replies: Arc<Replies>,
+    /// Whether the tick is on (from the pass's first wait to its end).
+    ticking: AtomicBool,
+}
+
+impl FrameWait {
+    /// The next frame between passes, waiting for it.
+    fn next(&self) -> ToChild {
+        let mut input = self.input.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(frame) = input.next() {
+                return frame;
+            }
+        }
+    }
+
+    /// After a pass: the tick stops.
+    fn pass_ended(&self) {
+        if self.ticking.swap(false, Ordering::Relaxed) {
+            let _ = sys::tick(false);
+        }
+    }
+}
+
+impl ReplyWait for FrameWait {
+    fn wait(&self) {
+        if !self.ticking.swap(true, Ordering::Relaxed) {
+            if let Err(e) = sys::tick(true) {
+                quit(&format!("cannot start the tick: {e}"));
+            }
+        }
+        let frame = {
+            let mut input = self.input.lock().unwrap_or_else(|p| p.into_inner());
+            input.next()
         };
         match frame {
-            ToChild::Pass { code, namespaces } => {
-                current = Arc::new(AtomicBool::new(false));
-                let namespaces =
-                    namespaces.map(|n| n.into_iter().map(|n| n.into_namespace()).collect());
-                let job = Job::Pass {
-                    code,
-                    namespaces,
-                    cancel: current.clone(),
-                };
-                if jobs.send(job).is_err() {
-                    return Err(io::Error::other("the pass thread stopped"));
-                }
-            }
-            ToChild::Reply { id, reply } => replies.deliver(id, reply.into()),
-            ToChild::Cancel => current.store(true, Ordering::Relaxed),
-            ToChild::Probe => {
-                if jobs.send(Job::Probe).is_err() {
-                    return Err(io::Error::other("the pass thread stopped"));
-                }
-            }
-            ToChild::Init(_) => return Err(io::Error::other("a second Init message")),
+            None => {}
+            Some(ToChild::Reply { id, reply }) => self.replies.deliver(id, reply.into()),
+            Some(_) => quit("a message out of place during a pass"),
         }
     }
 }
 
 fn pass_loop(
-    jobs: &Receiver<Job>,
+    input: Input,
     output: &Arc<Output>,
-    replies: &Arc<Replies>,
     options: &Arc<QuickJsOptions>,
-) {
+    cancel: Arc<AtomicBool>,
+) -> ! {
     let cache = Arc::new(CodeCache::default());
     let mut namespaces: Vec<Namespace> = Vec::new();
+    let replies = Arc::new(Replies::default());
+    let wait = Arc::new(FrameWait {
+        input: Mutex::new(input),
+        replies: replies.clone(),
+        ticking: AtomicBool::new(false),
+    });
     let host: Arc<dyn Host> = Arc::new(ChannelHost {
         output: output.clone(),
         replies: replies.clone(),
     });
-    while let Ok(job) = jobs.recv() {
-        let (code, cancel) = match job {
-            Job::Probe => {
+    loop {
+        let (code, sent) = match wait.next() {
+            ToChild::Pass { code, namespaces } => (code, namespaces),
+            ToChild::Probe => {
                 let (socket, open, fork) = confine::probe();
                 if output
                     .send(&FromChild::Probed { socket, open, fork })
                     .is_err()
                 {
-                    std::process::exit(1);
+                    quit("");
                 }
                 continue;
             }
-            Job::Pass {
-                code,
-                namespaces: sent,
-                cancel,
-            } => {
-                if let Some(sent) = sent {
-                    namespaces = sent;
-                }
-                (code, cancel)
-            }
+            // A reply to a call of a pass that ended.
+            ToChild::Reply { .. } => continue,
+            ToChild::Init(_) => quit("a second Init message"),
         };
-        let (end, spent) = run_one(code, &namespaces, &host, cancel, options, &cache);
+        if let Some(sent) = sent {
+            namespaces = sent.into_iter().map(|n| n.into_namespace()).collect();
+        }
+        // A cancel of the last pass was handled before this pass's frame could be read.
+        cancel.store(false, Ordering::SeqCst);
+        let (end, spent) = run_one(code, &namespaces, &host, &wait, &cancel, options, &cache);
+        wait.pass_ended();
         replies.reset();
         if output
             .send(&FromChild::Done {
@@ -233,7 +278,6 @@ fn pass_loop(
             slot.put_back(clean, options);
         }
     }
-    std::process::exit(0);
 }
 
 type Ended = (PassEnd, Option<(Slot, bool)>);
@@ -243,7 +287,8 @@ fn run_one(
     code: String,
     namespaces: &[Namespace],
     host: &Arc<dyn Host>,
-    cancel: Arc<AtomicBool>,
+    wait: &Arc<FrameWait>,
+    cancel: &Arc<AtomicBool>,
     options: &Arc<QuickJsOptions>,
     cache: &Arc<CodeCache>,
 ) -> (Ended, bool) {
@@ -258,10 +303,11 @@ fn run_one(
         },
         host: host.clone(),
         handle: None,
-        cancel,
+        cancel: cancel.clone(),
         options: options.clone(),
         cache: cache.clone(),
         inline: false,
+        wait: Some(wait.clone() as Arc<dyn ReplyWait>),
     };
     match panic::catch_unwind(AssertUnwindSafe(|| run_pass(slot.ready(), job))) {
         Ok((result, clean)) => (
@@ -318,7 +364,7 @@ impl Host for ChannelHost {
             .send(&FromChild::Console(line.to_string()))
             .is_err()
         {
-            std::process::exit(1);
+            quit("");
         }
     }
 }
@@ -350,7 +396,7 @@ impl Replies {
         id
     }
 
-    /// From the reader: a reply arrived (one for no call of this pass is dropped).
+    /// A reply arrived (one for no call of this pass is dropped).
     fn deliver(&self, id: u64, reply: HostReply) {
         let mut state = self.lock();
         if !state.pending.remove(&id) {
@@ -410,7 +456,7 @@ impl Future for ReplyFuture {
         if let Some(output) = this.output.take() {
             if output.send(&FromChild::Polled { id: this.id }).is_err() {
                 // The parent is gone: nothing will answer, and the process ends.
-                std::process::exit(1);
+                quit("");
             }
         }
         this.replies.poll(this.id, cx)

@@ -2,7 +2,8 @@
 //! compute and talk to its parent over stdin and stdout:
 //! - `PR_SET_NO_NEW_PRIVS`, then a seccomp-bpf allow-list on every thread ([`ALLOWED`];
 //!   every other system call fails with `EPERM`): no file, socket, process, signal to another
-//!   process, or new thread;
+//!   process, or new thread (the handlers of the cancel signal and the tick are installed
+//!   before, see `sys.rs`);
 //! - resource limits: address space (a second memory line behind the sandbox's own), no new
 //!   process, no file written, no new file descriptor, no core dump.
 //!
@@ -42,7 +43,14 @@ const ALLOWED: &[(i64, &str)] = &[
     (libc::SYS_clock_nanosleep, "waits with a timeout"),
     (libc::SYS_nanosleep, "waits with a timeout"),
     (libc::SYS_sched_yield, "spinning locks"),
-    (libc::SYS_rt_sigreturn, "signal delivery"),
+    (
+        libc::SYS_rt_sigreturn,
+        "the end of a signal handler (the cancel signal, the tick)",
+    ),
+    (
+        libc::SYS_setitimer,
+        "the tick that wakes a waiting pass (a signal to itself only)",
+    ),
     (libc::SYS_rt_sigprocmask, "signal masks (thread exit)"),
     (
         libc::SYS_sigaltstack,
