@@ -133,13 +133,16 @@ async fn run_once(executor: &dyn Executor, code: &str) {
 
 /// The cost of `times` runs of `code`, per run.
 async fn measure(executor: &dyn Executor, code: &str, times: u32) -> Cost {
-    let cpu_before = own_cpu() + children_cpu();
+    // The children are read first and last, so that reading `/proc` is not counted.
+    let children_before = children_cpu();
+    let own_before = own_cpu();
     let started = Instant::now();
     for _ in 0..times {
         run_once(executor, code).await;
     }
     let wall = started.elapsed();
-    let cpu = (own_cpu() + children_cpu()).saturating_sub(cpu_before);
+    let own = own_cpu().saturating_sub(own_before);
+    let cpu = own + children_cpu().saturating_sub(children_before);
     Cost { wall, cpu }.per(times)
 }
 

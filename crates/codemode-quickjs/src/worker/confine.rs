@@ -7,7 +7,7 @@
 //! - resource limits: address space (a second memory line behind the sandbox's own), no new
 //!   process, no file written, no new file descriptor, no core dump.
 //!
-//! The crate's only other `unsafe` lives in `ffi.rs`, `arena.rs` and `slot.rs`.
+//! The crate's only other `unsafe` lives in `sys.rs`, `ffi.rs`, `arena.rs` and `slot.rs`.
 
 use std::collections::BTreeMap;
 
