@@ -62,9 +62,9 @@ pub(crate) struct PassJob {
 /// How a pass thread blocks while it waits for a host reply, when replies do not come by
 /// waking it (a sandbox process's pass thread reads them from its pipe itself).
 pub(crate) trait ReplyWait: Send + Sync {
-    /// Blocks until a reply may have come, the pass may have been cancelled, or a while has
-    /// passed (so the caller can check its deadline).
-    fn wait(&self);
+    /// Blocks until a reply may have come, the pass may have been cancelled, or its
+    /// `deadline` may have passed.
+    fn wait(&self, deadline: Instant);
 }
 
 /// Why a pass stopped before its code settled.
@@ -268,7 +268,7 @@ fn wait_for_reply(
             return Waited::Deadline;
         }
         match how {
-            Some(how) => how.wait(),
+            Some(how) => how.wait(deadline),
             None => thread::park_timeout((deadline - now).min(Duration::from_millis(50))),
         }
     }

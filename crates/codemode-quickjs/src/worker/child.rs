@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use codemode::{ExecuteRequest, Host, HostCall, HostReply, Namespace, PassEnd};
 use futures::future::BoxFuture;
@@ -178,7 +178,7 @@ fn serve() -> io::Result<()> {
 struct FrameWait {
     input: Mutex<Input>,
     replies: Arc<Replies>,
-    /// Whether the tick is on (from the pass's first wait to its end).
+    /// Whether the tick is armed (from the pass's first wait to its end).
     ticking: AtomicBool,
 }
 
@@ -196,15 +196,16 @@ impl FrameWait {
     /// After a pass: the tick stops.
     fn pass_ended(&self) {
         if self.ticking.swap(false, Ordering::Relaxed) {
-            let _ = sys::tick(false);
+            let _ = sys::tick(None);
         }
     }
 }
 
 impl ReplyWait for FrameWait {
-    fn wait(&self) {
+    fn wait(&self, deadline: Instant) {
         if !self.ticking.swap(true, Ordering::Relaxed) {
-            if let Err(e) = sys::tick(true) {
+            let first = deadline.saturating_duration_since(Instant::now());
+            if let Err(e) = sys::tick(Some(first)) {
                 quit(&format!("cannot start the tick: {e}"));
             }
         }

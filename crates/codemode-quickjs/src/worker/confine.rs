@@ -2,7 +2,7 @@
 //! compute and talk to its parent over stdin and stdout:
 //! - `PR_SET_NO_NEW_PRIVS`, then a seccomp-bpf allow-list on every thread ([`ALLOWED`];
 //!   every other system call fails with `EPERM`): no file, socket, process, signal to another
-//!   process, or new thread (the handlers of the cancel signal and the tick are installed
+//!   process, or new thread (the handlers of the cancel signal and the deadline tick are installed
 //!   before, see `sys.rs`);
 //! - resource limits: address space (a second memory line behind the sandbox's own), no new
 //!   process, no file written, no new file descriptor, no core dump.
@@ -49,7 +49,7 @@ const ALLOWED: &[(i64, &str)] = &[
     ),
     (
         libc::SYS_setitimer,
-        "the tick that wakes a waiting pass (a signal to itself only)",
+        "the timer that wakes a waiting pass at its deadline (a signal to itself only)",
     ),
     (libc::SYS_rt_sigprocmask, "signal masks (thread exit)"),
     (

@@ -287,8 +287,12 @@ async fn run(
                 };
                 return failed(message, logs);
             }
-            _ = poll.tick(), if !cancelled && stop.is_some() => {
-                if stop.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+            _ = poll.tick(), if stop.is_some() => {
+                if cancelled {
+                    // Again: a signal that came just before the process's wait blocked would
+                    // not have woken it.
+                    proc.cancel();
+                } else if stop.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed)) {
                     cancelled = true;
                     proc.cancel();
                     let at = (Instant::now() + shared.process.cancel_grace).min(kill_at);

@@ -5,7 +5,9 @@
 //! waits for a host reply. Two signals, handled on the pass thread only (every other thread
 //! blocks them), interrupt that read (no `SA_RESTART`): [`CANCEL_SIGNAL`], whose handler only
 //! sets the pass's cancel flag (the interrupt handler and the wait both read it), and
-//! `SIGALRM`, a tick every [`TICK`] while a pass waits, so the wait sees its deadline.
+//! `SIGALRM`, a timer armed at a pass's first wait to ring at its deadline and every
+//! [`TICK`] after, so the wait sees its deadline (and a tick that came just before the wait
+//! blocked is followed by another). Before its deadline a waiting pass is not woken.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +18,7 @@ use std::time::Duration;
 pub(crate) const CANCEL_SIGNAL: libc::c_int = libc::SIGUSR1;
 /// The signal that wakes a waiting pass to check its deadline.
 const TICK_SIGNAL: libc::c_int = libc::SIGALRM;
-/// How often a pass waiting for a reply checks its deadline.
+/// How often a pass past its deadline is woken until it sees it.
 pub(crate) const TICK: Duration = Duration::from_millis(25);
 
 /// The process's cancel flag (one for every pass: reset when a pass starts).
@@ -78,22 +80,25 @@ pub(crate) fn unblock_signals() -> io::Result<()> {
     mask(libc::SIG_UNBLOCK)
 }
 
-/// Starts (`true`) or stops the tick.
-pub(crate) fn tick(on: bool) -> io::Result<()> {
-    let every = if on {
-        libc::timeval {
-            tv_sec: 0,
-            tv_usec: TICK.as_micros() as libc::suseconds_t,
-        }
-    } else {
-        libc::timeval {
-            tv_sec: 0,
-            tv_usec: 0,
-        }
-    };
-    let timer = libc::itimerval {
-        it_interval: every,
-        it_value: every,
+fn timeval(d: Duration) -> libc::timeval {
+    libc::timeval {
+        tv_sec: d.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_usec: d.subsec_micros() as libc::suseconds_t,
+    }
+}
+
+/// Rings the tick after `first` (at least a microsecond) and every [`TICK`] after it, or
+/// (`None`) stops it.
+pub(crate) fn tick(first: Option<Duration>) -> io::Result<()> {
+    let timer = match first {
+        Some(first) => libc::itimerval {
+            it_value: timeval(first.max(Duration::from_micros(1))),
+            it_interval: timeval(TICK),
+        },
+        None => libc::itimerval {
+            it_value: timeval(Duration::ZERO),
+            it_interval: timeval(Duration::ZERO),
+        },
     };
     // SAFETY: `timer` is a valid itimerval the call only reads.
     if unsafe { libc::setitimer(libc::ITIMER_REAL, &timer, std::ptr::null_mut()) } != 0 {
