@@ -97,6 +97,8 @@ fn children_cpu() -> Duration {
 struct Cost {
     wall: Duration,
     cpu: Duration,
+    /// The sandbox processes' share of `cpu`.
+    children: Duration,
 }
 
 impl Cost {
@@ -104,6 +106,7 @@ impl Cost {
         Cost {
             wall: self.wall / n,
             cpu: self.cpu / n,
+            children: self.children / n,
         }
     }
 
@@ -111,6 +114,7 @@ impl Cost {
         Cost {
             wall: self.wall.saturating_sub(other.wall),
             cpu: self.cpu.saturating_sub(other.cpu),
+            children: self.children.saturating_sub(other.children),
         }
     }
 }
@@ -119,6 +123,7 @@ fn median_cost(xs: &[Cost]) -> Cost {
     Cost {
         wall: median(xs.iter().map(|c| c.wall).collect()),
         cpu: median(xs.iter().map(|c| c.cpu).collect()),
+        children: median(xs.iter().map(|c| c.children).collect()),
     }
 }
 
@@ -142,8 +147,13 @@ async fn measure(executor: &dyn Executor, code: &str, times: u32) -> Cost {
     }
     let wall = started.elapsed();
     let own = own_cpu().saturating_sub(own_before);
-    let cpu = own + children_cpu().saturating_sub(children_before);
-    Cost { wall, cpu }.per(times)
+    let children = children_cpu().saturating_sub(children_before);
+    Cost {
+        wall,
+        cpu: own + children,
+        children,
+    }
+    .per(times)
 }
 
 fn loop_code(calls: u32) -> String {
@@ -207,14 +217,14 @@ async fn bench() {
     for (k, (label, _)) in executors.iter().enumerate() {
         let pass = median_cost(&passes[k]);
         println!(
-            "{label}: trivial pass wall {:?} cpu {:?}",
-            pass.wall, pass.cpu
+            "{label}: trivial pass wall {:?} cpu {:?} (sandbox processes {:?})",
+            pass.wall, pass.cpu, pass.children
         );
         for (j, n) in loops.iter().enumerate() {
             let call = median_cost(&per_call[k][j]);
             println!(
-                "  awaited host call, loop of {n}: wall {:?} cpu {:?} per call",
-                call.wall, call.cpu
+                "  awaited host call, loop of {n}: wall {:?} cpu {:?} (sandbox processes {:?}) per call",
+                call.wall, call.cpu, call.children
             );
         }
     }
