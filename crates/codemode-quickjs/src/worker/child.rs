@@ -6,7 +6,8 @@
 //! other thread to hop through: a host call costs the parent one wake-up and this thread
 //! one). A cancel comes as a signal, which also interrupts that read ([`super::sys`]). The
 //! main thread reads the first frame, confines the process ([`super::confine`]) and then
-//! only waits: no thread is made after confinement.
+//! only waits for its parent to close its end of stdout (or die), to end the process then,
+//! whatever the pass is doing: no thread is made after confinement.
 
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
@@ -126,6 +127,10 @@ fn serve() -> io::Result<()> {
     }
     if go.send(input).is_err() {
         return Err(io::Error::other("the pass thread stopped"));
+    }
+    // The parent gone, the process ends, even with its pass stuck in a built-in.
+    if sys::wait_until_output_closed() {
+        std::process::exit(0);
     }
     let _ = pass_thread.join();
     Err(io::Error::other("the pass thread stopped"))

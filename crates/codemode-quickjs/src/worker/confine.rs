@@ -53,6 +53,10 @@ const ALLOWED: &[(i64, &str)] = &[
     ),
     (libc::SYS_rt_sigprocmask, "signal masks (thread exit)"),
     (
+        libc::SYS_ppoll,
+        "the main thread waits for its parent to close stdout",
+    ),
+    (
         libc::SYS_sigaltstack,
         "the stack-overflow handler's stack (thread exit)",
     ),
@@ -161,7 +165,8 @@ pub(crate) fn confine(memory_limit: usize) -> Result<Confined, String> {
     }
     set_limit(libc::RLIMIT_NPROC, 0, "processes")?;
     set_limit(libc::RLIMIT_FSIZE, 0, "file sizes")?;
-    set_limit(libc::RLIMIT_NOFILE, 0, "file descriptors")?;
+    // Room for the three it has and no more (`ppoll` of one of them needs a limit above 0).
+    set_limit(libc::RLIMIT_NOFILE, 3, "file descriptors")?;
     set_limit(libc::RLIMIT_CORE, 0, "core dumps")?;
     // SAFETY: prctl with integer arguments only.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {

@@ -107,6 +107,26 @@ pub(crate) fn tick(first: Option<Duration>) -> io::Result<()> {
     Ok(())
 }
 
+/// Blocks until the reader of stdout is gone (the parent closed its end, or died), without
+/// taking anything from either pipe; `false` if it cannot watch.
+pub(crate) fn wait_until_output_closed() -> bool {
+    let mut watched = libc::pollfd {
+        fd: 1,
+        events: 0,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd, no timeout, no signal mask.
+        let n = unsafe { libc::ppoll(&mut watched, 1, std::ptr::null(), std::ptr::null()) };
+        if n > 0 && watched.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+            return true;
+        }
+        if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+}
+
 /// One `read(2)` of stdin; a signal that comes first is an error of kind `Interrupted`.
 pub(crate) fn read_stdin(buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for writes of its length.
