@@ -97,6 +97,7 @@ impl Executor for QuickJsExecutor {
             options: self.options.clone(),
             cache: self.cache.clone(),
             inline,
+            wait: None,
         };
         if inline {
             self.pool.run_here(Task { job, reply });

@@ -54,6 +54,17 @@ pub(crate) struct PassJob {
     pub cache: Arc<CodeCache>,
     /// Runs inline on the caller's tokio worker (see [`CallerThread`]).
     pub inline: bool,
+    /// How the pass thread blocks while it waits for a host reply (`None`: it parks until a
+    /// host future wakes it).
+    pub wait: Option<Arc<dyn ReplyWait>>,
+}
+
+/// How a pass thread blocks while it waits for a host reply, when replies do not come by
+/// waking it (a sandbox process's pass thread reads them from its pipe itself).
+pub(crate) trait ReplyWait: Send + Sync {
+    /// Blocks until a reply may have come, the pass may have been cancelled, or its
+    /// `deadline` may have passed.
+    fn wait(&self, deadline: Instant);
 }
 
 /// Why a pass stopped before its code settled.
@@ -242,6 +253,7 @@ fn wait_for_reply(
     waker: &Waker,
     deadline: Instant,
     cancel: &AtomicBool,
+    how: Option<&dyn ReplyWait>,
 ) -> Waited {
     let mut cx = TaskContext::from_waker(waker);
     loop {
@@ -255,7 +267,10 @@ fn wait_for_reply(
         if now >= deadline {
             return Waited::Deadline;
         }
-        thread::park_timeout((deadline - now).min(Duration::from_millis(50)));
+        match how {
+            Some(how) => how.wait(deadline),
+            None => thread::park_timeout((deadline - now).min(Duration::from_millis(50))),
+        }
     }
 }
 
@@ -289,6 +304,7 @@ pub(crate) fn run_pass(fresh: &Fresh, job: PassJob) -> (ExecuteResult, bool) {
         options,
         cache,
         inline,
+        wait,
     } = job;
     let caller = inline.then(|| Arc::new(CallerThread::new()));
     let prepared = match cache.prepare(CODE_FILE, &request.code, options.max_code_bytes) {
@@ -354,6 +370,7 @@ pub(crate) fn run_pass(fresh: &Fresh, job: PassJob) -> (ExecuteResult, bool) {
         stop: &stop,
         memory: &fresh.memory,
         turn: &turn,
+        wait: wait.as_deref(),
     };
     let (result, clean) = fresh.context.with(|ctx| driver.run(ctx, host));
     turn.finish();
@@ -378,6 +395,8 @@ struct Driver<'a> {
     options: &'a QuickJsOptions,
     deadline: Instant,
     cancel: &'a AtomicBool,
+    /// How the thread blocks while it waits for a reply.
+    wait: Option<&'a dyn ReplyWait>,
     stop: &'a Arc<StopFlag>,
     /// What the runtime holds: an allocation refused for the limit ends the pass.
     memory: &'a MemoryGauge,
@@ -620,8 +639,15 @@ impl Driver<'_> {
             let waited = match poll_reply(&state.in_flight, &waker) {
                 Some(reply) => Waited::Reply(reply),
                 None => {
-                    let wait =
-                        || wait_for_reply(&state.in_flight, &waker, self.deadline, self.cancel);
+                    let wait = || {
+                        wait_for_reply(
+                            &state.in_flight,
+                            &waker,
+                            self.deadline,
+                            self.cancel,
+                            self.wait,
+                        )
+                    };
                     self.turn.pause();
                     let waited = match self.caller {
                         Some(caller) => caller.blocking(wait),

@@ -280,3 +280,50 @@ async fn processes_grow_on_demand_and_idle_extras_end() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(executor.processes(), 1, "idle extras ended");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_replies_and_console_lines_cross_the_pipes_at_once() {
+    // Replies larger than a pipe wait for the process while it writes console lines larger
+    // than a pipe: neither side may block the other.
+    let options = QuickJsOptions::default()
+        .with_wall_time(Duration::from_secs(20))
+        .with_max_console_bytes(4 << 20);
+    let executor = process_executor(options, |p| p.with_warm(1)).await;
+    let host = TestHost::new(|c| {
+        let n = c.args["n"].as_u64().unwrap_or(0) as usize;
+        HostReply::Value(json!("r".repeat(n)))
+    });
+    let code = "async () => {
+        const calls = [1, 2, 3, 4].map(() => tasks.get({ n: 1000000 }));
+        let total = 0;
+        for (const call of calls) {
+            total += (await call).length;
+            for (let i = 0; i < 1000; i++) console.log('x'.repeat(500));
+        }
+        return total;
+    }";
+    let result = run_on(&executor, code, host).await;
+    assert_eq!(returned(&result), json!(4_000_000));
+    assert_eq!(result.logs.len(), 4000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_that_ends_while_a_large_reply_is_on_its_way_leaves_its_process_usable() {
+    let options = QuickJsOptions::default().with_wall_time(Duration::from_secs(5));
+    let executor = process_executor(options, |p| p.with_warm(1).with_max_processes(1)).await;
+    // The late reply is written while the pass computes (it fills the pipe) and the pass
+    // fails before it reads it: the process must not start its next pass inside it.
+    let code = "async () => {
+        const late = tasks.get({ ms: 20, pad: 'x'.repeat(1000000) });
+        await tasks.get({ ms: 0 });
+        const until = Date.now() + 200;
+        while (Date.now() < until) {}
+        throw new Error('done');
+    }";
+    for _ in 0..3 {
+        let result = run_on(&executor, code, SlowHost::new()).await;
+        assert!(failure(&result).contains("done"), "{}", failure(&result));
+        let after = run_on(&executor, "return 7", TestHost::echo()).await;
+        assert_eq!(returned(&after), json!(7));
+    }
+}

@@ -1,32 +1,31 @@
-//! A sandbox process: reads frames on stdin, runs one pass at a time on its pass thread, and
-//! writes the pass's host calls, console lines and end on stdout.
+//! A sandbox process: its pass thread reads frames on stdin, runs one pass at a time with the
+//! in-process machinery ([`Slot`], [`run_pass`]), and writes the pass's host calls, console
+//! lines and end on stdout.
 //!
-//! Threads: the main thread reads frames (replies go to the [`Replies`] queue, a cancel sets
-//! the pass's stop flag); the pass thread runs passes with the in-process machinery
-//! ([`Slot`], [`run_pass`]) and a [`Host`] that forwards each call as a frame. Both exist
-//! before the process confines itself ([`super::confine`]): no thread is made after that.
+//! While a pass waits for a host reply its thread reads the reply from stdin itself (no
+//! other thread to hop through: a host call costs the parent one wake-up and this thread
+//! one). A cancel comes as a signal, which also interrupts that read ([`super::sys`]). The
+//! main thread reads the first frame, confines the process ([`super::confine`]) and then
+//! only waits for its parent to close its end of stdout (or die), to end the process then,
+//! whatever the pass is doing: no thread is made after confinement.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::future::Future;
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use codemode::{ExecuteRequest, Host, HostCall, HostReply, Namespace, PassEnd};
-use futures::future::BoxFuture;
+use codemode::{ExecuteRequest, Host, Namespace, PassEnd};
 
-use super::confine;
+use super::channel::{quit, ChannelHost, Output, Replies};
 use super::protocol::{
-    encode, read_frame, write_frame, FromChild, Limits, ToChild, MAX_PARENT_FRAME,
+    next_blocking, FrameBuffer, FromChild, Limits, Next, ToChild, MAX_PARENT_FRAME,
 };
+use super::{confine, sys};
 use crate::compiled::CodeCache;
 use crate::options::QuickJsOptions;
-use crate::pass::{run_pass, PassJob};
+use crate::pass::{run_pass, PassJob, ReplyWait};
 use crate::slot::Slot;
 
 /// Runs this process as a sandbox worker until its parent closes stdin; never returns.
@@ -44,43 +43,19 @@ pub fn run_worker() -> ! {
     std::process::exit(code)
 }
 
-/// Frames to the parent, written whole by one thread at a time.
-struct Output(Mutex<OutputState>);
+/// Frames from the parent, read by the pass thread.
+struct Input(FrameBuffer);
 
-struct OutputState {
-    out: io::Stdout,
-    /// Frames held until the next one sent ([`Output::hold`]).
-    held: Vec<u8>,
-}
-
-impl Output {
-    fn new() -> Self {
-        Output(Mutex::new(OutputState {
-            out: io::stdout(),
-            held: Vec::new(),
-        }))
-    }
-
-    /// Sends `frame` after every frame held before it.
-    fn send(&self, frame: &FromChild) -> io::Result<()> {
-        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if state.held.is_empty() {
-            return write_frame(&mut state.out, frame);
+impl Input {
+    /// The next frame, waiting for it; `None` when a signal interrupted the wait. Ends the
+    /// process at the end of the stream, or at a frame that breaks the protocol.
+    fn next(&mut self) -> Option<ToChild> {
+        match next_blocking(&mut self.0, sys::read_stdin) {
+            Ok(Next::Frame(frame)) => Some(frame),
+            Ok(Next::Interrupted) => None,
+            Ok(Next::End) => std::process::exit(0),
+            Err(e) => quit(&e.to_string()),
         }
-        let mut bytes = std::mem::take(&mut state.held);
-        bytes.extend_from_slice(&encode(frame));
-        let written = state.out.write_all(&bytes).and_then(|()| state.out.flush());
-        bytes.clear();
-        state.held = bytes;
-        written
-    }
-
-    /// Keeps `frame` to go out with the next frame sent: a call goes with its `Polled`, so a
-    /// call awaited at once costs one write.
-    fn hold(&self, frame: &FromChild) {
-        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let bytes = encode(frame);
-        state.held.extend_from_slice(&bytes);
     }
 }
 
@@ -93,48 +68,50 @@ fn options_of(limits: &Limits) -> QuickJsOptions {
         .with_max_code_bytes(limits.max_code_bytes)
 }
 
-/// What the reader hands the pass thread.
-enum Job {
-    Pass {
-        code: String,
-        namespaces: Option<Vec<Namespace>>,
-        cancel: Arc<AtomicBool>,
-    },
-    Probe,
-}
-
 fn serve() -> io::Result<()> {
-    let mut input = io::stdin().lock();
-    let output = Arc::new(Output::new());
-    let limits = match read_frame::<ToChild>(&mut input, MAX_PARENT_FRAME) {
-        Ok(Some(ToChild::Init(limits))) => limits,
-        Ok(None) => return Ok(()),
-        Ok(Some(_)) => return Err(io::Error::other("the first message was not Init")),
-        Err(e) => return Err(io::Error::other(e.to_string())),
+    let mut input = Input(FrameBuffer::new(MAX_PARENT_FRAME));
+    let limits = loop {
+        match next_blocking(&mut input.0, sys::read_stdin) {
+            Ok(Next::Frame(ToChild::Init(limits))) => break limits,
+            Ok(Next::Frame(_)) => return Err(io::Error::other("the first message was not Init")),
+            Ok(Next::Interrupted) => continue,
+            Ok(Next::End) => return Ok(()),
+            Err(e) => return Err(io::Error::other(e.to_string())),
+        }
     };
+    let output = Arc::new(Output::new());
     let options = Arc::new(options_of(&limits));
     // Made now: the first use reads the system's core count, which confinement refuses.
     let _ = crate::turns::Turns::shared();
-    let replies = Arc::new(Replies::default());
-    let (jobs, receiver) = mpsc::channel::<Job>();
+    let cancel = Arc::new(AtomicBool::new(false));
+    sys::install_handlers(cancel.clone())?;
+    // Only the pass thread takes the signals: a cancel is handled before that thread can
+    // read its next pass.
+    sys::block_signals()?;
     let (warm, warmed) = mpsc::sync_channel::<()>(1);
-    {
+    let (go, started) = mpsc::sync_channel::<Input>(1);
+    let pass_thread = {
         let output = output.clone();
-        let replies = replies.clone();
         let options = options.clone();
         std::thread::Builder::new()
             .name("codemode-sandbox-pass".into())
             .stack_size(options.thread_stack_size())
             .spawn(move || {
+                if let Err(e) = sys::unblock_signals() {
+                    quit(&format!("cannot take signals: {e}"));
+                }
                 // A runtime made now (the first pass's, if its namespaces are none) and the
                 // thread's allocator state count in the address space measured below.
                 if let Ok(slot) = Slot::take(&options, &[]) {
                     slot.put_back(true, &options);
                 }
                 let _ = warm.send(());
-                pass_loop(&receiver, &output, &replies, &options)
-            })?;
-    }
+                let Ok(input) = started.recv() else {
+                    std::process::exit(0)
+                };
+                pass_loop(input, &output, &options, cancel)
+            })?
+    };
     if warmed.recv().is_err() {
         return Err(io::Error::other("the pass thread did not start"));
     }
@@ -148,75 +125,106 @@ fn serve() -> io::Result<()> {
             return Ok(());
         }
     }
-    let mut current = Arc::new(AtomicBool::new(false));
-    loop {
-        let frame = match read_frame::<ToChild>(&mut input, MAX_PARENT_FRAME) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => return Ok(()),
-            Err(e) => return Err(io::Error::other(e.to_string())),
+    if go.send(input).is_err() {
+        return Err(io::Error::other("the pass thread stopped"));
+    }
+    // The parent gone, the process ends, even with its pass stuck in a built-in.
+    if sys::wait_until_output_closed() {
+        std::process::exit(0);
+    }
+    let _ = pass_thread.join();
+    Err(io::Error::other("the pass thread stopped"))
+}
+
+/// How the pass thread waits for a host reply: it reads the next frame itself.
+struct FrameWait {
+    input: Mutex<Input>,
+    replies: Arc<Replies>,
+    /// Whether the tick is armed (from the pass's first wait to its end).
+    ticking: AtomicBool,
+}
+
+impl FrameWait {
+    /// The next frame between passes, waiting for it.
+    fn next(&self) -> ToChild {
+        let mut input = self.input.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(frame) = input.next() {
+                return frame;
+            }
+        }
+    }
+
+    /// After a pass: the tick stops.
+    fn pass_ended(&self) {
+        if self.ticking.swap(false, Ordering::Relaxed) {
+            let _ = sys::tick(None);
+        }
+    }
+}
+
+impl ReplyWait for FrameWait {
+    fn wait(&self, deadline: Instant) {
+        if !self.ticking.swap(true, Ordering::Relaxed) {
+            let first = deadline.saturating_duration_since(Instant::now());
+            if let Err(e) = sys::tick(Some(first)) {
+                quit(&format!("cannot start the tick: {e}"));
+            }
+        }
+        let frame = {
+            let mut input = self.input.lock().unwrap_or_else(|p| p.into_inner());
+            input.next()
         };
         match frame {
-            ToChild::Pass { code, namespaces } => {
-                current = Arc::new(AtomicBool::new(false));
-                let namespaces =
-                    namespaces.map(|n| n.into_iter().map(|n| n.into_namespace()).collect());
-                let job = Job::Pass {
-                    code,
-                    namespaces,
-                    cancel: current.clone(),
-                };
-                if jobs.send(job).is_err() {
-                    return Err(io::Error::other("the pass thread stopped"));
-                }
-            }
-            ToChild::Reply { id, reply } => replies.deliver(id, reply.into()),
-            ToChild::Cancel => current.store(true, Ordering::Relaxed),
-            ToChild::Probe => {
-                if jobs.send(Job::Probe).is_err() {
-                    return Err(io::Error::other("the pass thread stopped"));
-                }
-            }
-            ToChild::Init(_) => return Err(io::Error::other("a second Init message")),
+            None => {}
+            Some(ToChild::Reply { id, reply }) => self.replies.deliver(id, reply.into()),
+            Some(_) => quit("a message out of place during a pass"),
         }
     }
 }
 
 fn pass_loop(
-    jobs: &Receiver<Job>,
+    input: Input,
     output: &Arc<Output>,
-    replies: &Arc<Replies>,
     options: &Arc<QuickJsOptions>,
-) {
+    cancel: Arc<AtomicBool>,
+) -> ! {
     let cache = Arc::new(CodeCache::default());
     let mut namespaces: Vec<Namespace> = Vec::new();
+    let replies = Arc::new(Replies::default());
+    let wait = Arc::new(FrameWait {
+        input: Mutex::new(input),
+        replies: replies.clone(),
+        ticking: AtomicBool::new(false),
+    });
     let host: Arc<dyn Host> = Arc::new(ChannelHost {
         output: output.clone(),
         replies: replies.clone(),
     });
-    while let Ok(job) = jobs.recv() {
-        let (code, cancel) = match job {
-            Job::Probe => {
+    loop {
+        let (code, sent) = match wait.next() {
+            ToChild::Pass { code, namespaces } => (code, namespaces),
+            ToChild::Probe => {
                 let (socket, open, fork) = confine::probe();
                 if output
                     .send(&FromChild::Probed { socket, open, fork })
                     .is_err()
                 {
-                    std::process::exit(1);
+                    quit("");
                 }
                 continue;
             }
-            Job::Pass {
-                code,
-                namespaces: sent,
-                cancel,
-            } => {
-                if let Some(sent) = sent {
-                    namespaces = sent;
-                }
-                (code, cancel)
-            }
+            // A reply to a call of a pass that ended.
+            ToChild::Reply { .. } => continue,
+            ToChild::Init(_) => quit("a second Init message"),
         };
-        let (end, spent) = run_one(code, &namespaces, &host, cancel, options, &cache);
+        if let Some(sent) = sent {
+            namespaces = sent.into_iter().map(|n| n.into_namespace()).collect();
+        }
+        // A cancel of the last pass was handled before this pass's frame could be read.
+        cancel.store(false, Ordering::SeqCst);
+        let (end, spent) = run_one(code, &namespaces, &host, &wait, &cancel, options, &cache);
+        wait.pass_ended();
         replies.reset();
         if output
             .send(&FromChild::Done {
@@ -233,7 +241,6 @@ fn pass_loop(
             slot.put_back(clean, options);
         }
     }
-    std::process::exit(0);
 }
 
 type Ended = (PassEnd, Option<(Slot, bool)>);
@@ -243,7 +250,8 @@ fn run_one(
     code: String,
     namespaces: &[Namespace],
     host: &Arc<dyn Host>,
-    cancel: Arc<AtomicBool>,
+    wait: &Arc<FrameWait>,
+    cancel: &Arc<AtomicBool>,
     options: &Arc<QuickJsOptions>,
     cache: &Arc<CodeCache>,
 ) -> (Ended, bool) {
@@ -258,10 +266,11 @@ fn run_one(
         },
         host: host.clone(),
         handle: None,
-        cancel,
+        cancel: cancel.clone(),
         options: options.clone(),
         cache: cache.clone(),
         inline: false,
+        wait: Some(wait.clone() as Arc<dyn ReplyWait>),
     };
     match panic::catch_unwind(AssertUnwindSafe(|| run_pass(slot.ready(), job))) {
         Ok((result, clean)) => (
@@ -275,144 +284,5 @@ fn run_one(
             ),
             true,
         ),
-    }
-}
-
-/// The host inside a sandbox process: each call is a frame to the parent, answered by a
-/// reply frame.
-struct ChannelHost {
-    output: Arc<Output>,
-    replies: Arc<Replies>,
-}
-
-impl ChannelHost {
-    fn issue(&self, call: HostCall) -> ReplyFuture {
-        let id = self.replies.register();
-        let frame = FromChild::Call {
-            id,
-            namespace: call.namespace,
-            method: call.method,
-            args: call.args,
-        };
-        self.output.hold(&frame);
-        ReplyFuture {
-            id,
-            replies: self.replies.clone(),
-            output: Some(self.output.clone()),
-        }
-    }
-}
-
-impl Host for ChannelHost {
-    fn call(&self, call: HostCall) -> BoxFuture<'_, HostReply> {
-        Box::pin(self.issue(call))
-    }
-
-    fn call_shared(self: Arc<Self>, call: HostCall) -> BoxFuture<'static, HostReply> {
-        Box::pin(self.issue(call))
-    }
-
-    fn console(&self, line: &str) {
-        if self
-            .output
-            .send(&FromChild::Console(line.to_string()))
-            .is_err()
-        {
-            std::process::exit(1);
-        }
-    }
-}
-
-/// Replies from the parent, handed to the code strictly in the order they arrived: a call's
-/// future is ready only when its reply is the first one not yet taken.
-#[derive(Default)]
-struct Replies(Mutex<RepliesState>);
-
-#[derive(Default)]
-struct RepliesState {
-    next_id: u64,
-    /// Calls of this pass not yet answered.
-    pending: HashSet<u64>,
-    arrived: VecDeque<(u64, HostReply)>,
-    wakers: HashMap<u64, Waker>,
-}
-
-impl Replies {
-    fn lock(&self) -> MutexGuard<'_, RepliesState> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn register(&self) -> u64 {
-        let mut state = self.lock();
-        let id = state.next_id;
-        state.next_id += 1;
-        state.pending.insert(id);
-        id
-    }
-
-    /// From the reader: a reply arrived (one for no call of this pass is dropped).
-    fn deliver(&self, id: u64, reply: HostReply) {
-        let mut state = self.lock();
-        if !state.pending.remove(&id) {
-            return;
-        }
-        state.arrived.push_back((id, reply));
-        if state.arrived.len() == 1 {
-            if let Some(waker) = state.wakers.remove(&id) {
-                drop(state);
-                waker.wake();
-            }
-        }
-    }
-
-    /// After a pass: nothing of it is kept.
-    fn reset(&self) {
-        let mut state = self.lock();
-        state.pending.clear();
-        state.arrived.clear();
-        state.wakers.clear();
-    }
-
-    fn poll(&self, id: u64, cx: &mut Context<'_>) -> Poll<HostReply> {
-        let mut state = self.lock();
-        if state.arrived.front().is_some_and(|(first, _)| *first == id) {
-            let Some((_, reply)) = state.arrived.pop_front() else {
-                return Poll::Pending;
-            };
-            state.wakers.remove(&id);
-            let next = state
-                .arrived
-                .front()
-                .and_then(|(next, _)| state.wakers.get(next).cloned());
-            drop(state);
-            if let Some(waker) = next {
-                waker.wake();
-            }
-            return Poll::Ready(reply);
-        }
-        state.wakers.insert(id, cx.waker().clone());
-        Poll::Pending
-    }
-}
-
-struct ReplyFuture {
-    id: u64,
-    replies: Arc<Replies>,
-    /// Until the first poll, which tells the parent it may start on the call.
-    output: Option<Arc<Output>>,
-}
-
-impl Future for ReplyFuture {
-    type Output = HostReply;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<HostReply> {
-        let this = self.get_mut();
-        if let Some(output) = this.output.take() {
-            if output.send(&FromChild::Polled { id: this.id }).is_err() {
-                // The parent is gone: nothing will answer, and the process ends.
-                std::process::exit(1);
-            }
-        }
-        this.replies.poll(this.id, cx)
     }
 }

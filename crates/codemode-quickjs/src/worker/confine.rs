@@ -2,11 +2,12 @@
 //! compute and talk to its parent over stdin and stdout:
 //! - `PR_SET_NO_NEW_PRIVS`, then a seccomp-bpf allow-list on every thread ([`ALLOWED`];
 //!   every other system call fails with `EPERM`): no file, socket, process, signal to another
-//!   process, or new thread;
+//!   process, or new thread (the handlers of the cancel signal and the deadline tick are installed
+//!   before, see `sys.rs`);
 //! - resource limits: address space (a second memory line behind the sandbox's own), no new
 //!   process, no file written, no new file descriptor, no core dump.
 //!
-//! The crate's only other `unsafe` lives in `ffi.rs`, `arena.rs` and `slot.rs`.
+//! The crate's only other `unsafe` lives in `sys.rs`, `ffi.rs`, `arena.rs` and `slot.rs`.
 
 use std::collections::BTreeMap;
 
@@ -42,8 +43,19 @@ const ALLOWED: &[(i64, &str)] = &[
     (libc::SYS_clock_nanosleep, "waits with a timeout"),
     (libc::SYS_nanosleep, "waits with a timeout"),
     (libc::SYS_sched_yield, "spinning locks"),
-    (libc::SYS_rt_sigreturn, "signal delivery"),
+    (
+        libc::SYS_rt_sigreturn,
+        "the end of a signal handler (the cancel signal, the tick)",
+    ),
+    (
+        libc::SYS_setitimer,
+        "the timer that wakes a waiting pass at its deadline (a signal to itself only)",
+    ),
     (libc::SYS_rt_sigprocmask, "signal masks (thread exit)"),
+    (
+        libc::SYS_ppoll,
+        "the main thread waits for its parent to close stdout",
+    ),
     (
         libc::SYS_sigaltstack,
         "the stack-overflow handler's stack (thread exit)",
@@ -153,7 +165,8 @@ pub(crate) fn confine(memory_limit: usize) -> Result<Confined, String> {
     }
     set_limit(libc::RLIMIT_NPROC, 0, "processes")?;
     set_limit(libc::RLIMIT_FSIZE, 0, "file sizes")?;
-    set_limit(libc::RLIMIT_NOFILE, 0, "file descriptors")?;
+    // Room for the three it has and no more (`ppoll` of one of them needs a limit above 0).
+    set_limit(libc::RLIMIT_NOFILE, 3, "file descriptors")?;
     set_limit(libc::RLIMIT_CORE, 0, "core dumps")?;
     // SAFETY: prctl with integer arguments only.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {

@@ -3,7 +3,8 @@
 //! A C built-in of QuickJS that never returns to the interrupt handler keeps its thread
 //! busy for good, so an in-process pass cannot always be stopped at its deadline. Here each
 //! pass runs in a worker process (`protocol.rs` has the frames, `child.rs` the worker's loop
-//! over the in-process machinery, `confine.rs` its seccomp filter and resource limits), and
+//! over the in-process machinery, `channel.rs` its host and output, `confine.rs` its seccomp filter and resource limits,
+//! `sys.rs` its raw pipe reads and writes and the cancel signal), and
 //! the parent (`parent.rs`, with `procs.rs` for the pool of processes) kills the process at
 //! the deadline, or soon after a cancel, and starts another.
 
@@ -11,12 +12,15 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod channel;
 mod child;
 #[allow(unsafe_code)]
 mod confine;
 mod parent;
 mod procs;
 mod protocol;
+#[allow(unsafe_code)]
+mod sys;
 
 pub use child::run_worker;
 pub use parent::ProcessExecutor;

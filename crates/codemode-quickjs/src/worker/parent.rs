@@ -7,10 +7,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use codemode::{ExecuteRequest, ExecuteResult, Executor, Host, HostCall, HostReply, PassEnd};
 use futures::stream::{FuturesUnordered, StreamExt};
+use futures::FutureExt;
+use tokio::io::AsyncWriteExt;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
 use super::procs::{describe_exit, Lease, Proc, Shared};
-use super::protocol::{fingerprint, FrameError, FromChild, Limits, ToChild, WireNamespace};
+use super::protocol::{
+    encode_into, fingerprint, FrameError, FromChild, Limits, ToChild, WireNamespace,
+};
 use super::{ProbeReport, ProcessOptions, SandboxStartError};
 use crate::globals::RESERVED_GLOBALS;
 use crate::options::QuickJsOptions;
@@ -205,19 +209,22 @@ async fn run(
         }
     }
     let stop = host.stop_flag();
-    let mut cancelled_at: Option<Instant> = None;
+    let mut cancelled = false;
     // Calls the code made and the sandbox has not polled yet, then those it has.
     let mut made = std::collections::HashMap::new();
     let mut calls = FuturesUnordered::new();
+    // Reply frames not yet written: written as the pipe takes them, while the process's
+    // frames are read (a process writing console lines while a large reply waits for it
+    // cannot block its parent, nor the parent it).
+    let mut out: Vec<u8> = Vec::new();
+    let mut written = 0usize;
     let mut logs: Vec<String> = Vec::new();
     let mut log_bytes = 0usize;
     let mut poll = tokio::time::interval(STOP_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let give_up = sleep_until(kill_at);
+    tokio::pin!(give_up);
     loop {
-        let give_up = match cancelled_at {
-            Some(at) => (at + shared.process.cancel_grace).min(kill_at),
-            None => kill_at,
-        };
         tokio::select! {
             biased;
             frame = proc.reader.next::<FromChild>() => match frame {
@@ -227,10 +234,15 @@ async fn run(
                     made.insert(id, future);
                 }
                 Ok(Some(FromChild::Polled { id })) => {
-                    let Some(future) = made.remove(&id) else {
+                    let Some(mut future) = made.remove(&id) else {
                         return reject(proc, format!("a poll of call {id}, which it never made"), logs).await;
                     };
-                    calls.push(async move { (id, future.await) });
+                    // A reply ready at once (a replayed call) is answered now; any other is
+                    // polled again, with this task's waker, in `calls`.
+                    match (&mut future).now_or_never() {
+                        Some(reply) => reply_into(&mut out, id, reply),
+                        None => calls.push(async move { (id, future.await) }),
+                    }
                 }
                 Ok(Some(FromChild::Console(line))) => {
                     log_bytes = log_bytes.saturating_add(line.len());
@@ -241,7 +253,14 @@ async fn run(
                     logs.push(line);
                 }
                 Ok(Some(FromChild::Done { end, spent })) => {
-                    lease.keep = !spent;
+                    // Replies the pass did not wait for are dropped, but the rest of one begun
+                    // must reach the process (which drops it) before its next pass.
+                    let whole = written == 0
+                        || matches!(
+                            timeout_at(kill_at, proc.stdin.write_all(&out[written..])).await,
+                            Ok(Ok(()))
+                        );
+                    lease.keep = !spent && whole;
                     return end.into_result(logs);
                 }
                 Ok(Some(_)) => {
@@ -251,26 +270,49 @@ async fn run(
                 Err(e) => return reject(proc, e.to_string(), logs).await,
             },
             Some((id, reply)) = calls.next(), if !calls.is_empty() => {
-                let reply: HostReply = reply;
-                let frame = ToChild::Reply { id, reply: reply.into() };
-                if let Ok(Err(_)) = timeout_at(give_up, proc.send(&frame)).await {
-                    return died(proc, logs).await;
-                }
+                reply_into(&mut out, id, reply);
             }
-            _ = sleep_until(give_up) => {
+            wrote = proc.stdin.write(&out[written..]), if written < out.len() => match wrote {
+                Ok(n) if n > 0 => {
+                    written += n;
+                    if written == out.len() {
+                        out.clear();
+                        written = 0;
+                    }
+                }
+                _ => return died(proc, logs).await,
+            },
+            _ = &mut give_up => {
                 proc.kill().await;
-                let message = match cancelled_at {
-                    Some(_) => CANCELLED_MESSAGE.to_string(),
-                    None => time_limit_message(wall_time),
+                let message = match cancelled {
+                    true => CANCELLED_MESSAGE.to_string(),
+                    false => time_limit_message(wall_time),
                 };
                 return failed(message, logs);
             }
-            _ = poll.tick(), if cancelled_at.is_none() && stop.is_some() => {
-                if stop.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed)) {
-                    cancelled_at = Some(Instant::now());
-                    let _ = timeout_at(give_up, proc.send(&ToChild::Cancel)).await;
+            _ = poll.tick(), if stop.is_some() => {
+                if cancelled {
+                    // Again: a signal that came just before the process's wait blocked would
+                    // not have woken it.
+                    proc.cancel();
+                } else if stop.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+                    cancelled = true;
+                    proc.cancel();
+                    let at = (Instant::now() + shared.process.cancel_grace).min(kill_at);
+                    give_up.as_mut().reset(at);
                 }
             }
         }
     }
+}
+
+/// Appends the reply to call `id` to the frames to write.
+fn reply_into(out: &mut Vec<u8>, id: u64, reply: HostReply) {
+    encode_into(
+        out,
+        &ToChild::Reply {
+            id,
+            reply: reply.into(),
+        },
+    );
 }

@@ -13,12 +13,15 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::protocol::{encode, FrameReader, FromChild, Limits, ToChild};
-use super::{ProcessOptions, SandboxStartError};
+use super::{sys, ProcessOptions, SandboxStartError};
 
 /// One sandbox process.
 pub(crate) struct Proc {
     child: Child,
-    stdin: ChildStdin,
+    /// Its process id, while it is not reaped.
+    pid: Option<u32>,
+    /// Its input.
+    pub stdin: ChildStdin,
     /// Its frames.
     pub reader: FrameReader<ChildStdout>,
     /// The fingerprint of the namespaces it holds (`None`: send them with the next pass).
@@ -41,6 +44,13 @@ impl Proc {
     pub(crate) async fn send(&mut self, frame: &ToChild) -> io::Result<()> {
         self.stdin.write_all(&encode(frame)).await?;
         self.stdin.flush().await
+    }
+
+    /// Asks the process to stop its pass at once (a signal: see `sys.rs`).
+    pub(crate) fn cancel(&self) {
+        if let Some(pid) = self.pid {
+            sys::signal_cancel(pid);
+        }
     }
 
     /// Kills the process (SIGKILL) and reaps it.
@@ -142,6 +152,7 @@ impl Shared {
         };
         self.live.fetch_add(1, Ordering::SeqCst);
         let mut proc = Proc {
+            pid: child.id(),
             child,
             stdin,
             reader: FrameReader::new(stdout, self.frame_max),

@@ -2,7 +2,7 @@
 //! 4-byte little-endian length and that many bytes of JSON.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::{self, Read, Write};
+use std::io;
 
 use codemode::executor::PositionalParams;
 use codemode::{ExecuteResult, HostReply, Namespace, PassEnd};
@@ -135,10 +135,8 @@ pub(crate) enum ToChild {
         code: String,
         namespaces: Option<Vec<WireNamespace>>,
     },
-    /// The host's answer to call `id`.
+    /// The host's answer to call `id`. (A cancel is a signal, not a frame: see `sys.rs`.)
     Reply { id: u64, reply: WireReply },
-    /// Stop the pass at its next instruction boundary.
-    Cancel,
     /// Try to open a socket, a file and a process, and report each `errno` (a test of the
     /// confinement; the server runs it once at start).
     Probe,
@@ -189,16 +187,23 @@ pub(crate) enum FrameError {
     Garbage(String),
 }
 
+/// Appends one frame to `out`: length, then JSON.
+pub(crate) fn encode_into<T: Serialize>(out: &mut Vec<u8>, message: &T) {
+    let at = out.len();
+    out.extend_from_slice(&[0u8; 4]);
+    // Serialising these types cannot fail (string keys, no non-finite floats in a `Value`).
+    if serde_json::to_writer(&mut *out, message).is_err() {
+        out.truncate(at + 4);
+        out.extend_from_slice(b"null");
+    }
+    let len = (out.len() - at - 4) as u32;
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
 /// Encodes one frame: length, then JSON.
 pub(crate) fn encode<T: Serialize>(message: &T) -> Vec<u8> {
-    let mut bytes = vec![0u8; 4];
-    // Serialising these types cannot fail (string keys, no non-finite floats in a `Value`).
-    if serde_json::to_writer(&mut bytes, message).is_err() {
-        bytes.truncate(4);
-        bytes.extend_from_slice(b"null");
-    }
-    let len = (bytes.len() - 4) as u32;
-    bytes[..4].copy_from_slice(&len.to_le_bytes());
+    let mut bytes = Vec::new();
+    encode_into(&mut bytes, message);
     bytes
 }
 
@@ -207,38 +212,93 @@ pub(crate) fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Fra
     serde_json::from_slice(body).map_err(|e| FrameError::Garbage(e.to_string()))
 }
 
-/// Writes one frame to a blocking stream.
-pub(crate) fn write_frame<T: Serialize>(out: &mut impl Write, message: &T) -> io::Result<()> {
-    out.write_all(&encode(message))?;
-    out.flush()
-}
-
-/// Reads one frame from a blocking stream; `None` at the end of the stream.
-pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(
-    input: &mut impl Read,
+/// Bytes read from a stream, cut into frames: a partial frame stays until the rest arrives,
+/// and the buffer is reused from frame to frame.
+pub(crate) struct FrameBuffer {
+    bytes: Vec<u8>,
+    /// The first byte not yet taken.
+    start: usize,
+    /// The end of the bytes read.
+    end: usize,
     max: usize,
-) -> Result<Option<T>, FrameError> {
-    let mut len = [0u8; 4];
-    match input.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e.into()),
-    }
-    let len = u32::from_le_bytes(len) as usize;
-    if len > max {
-        return Err(FrameError::TooLarge { len, max });
-    }
-    let mut body = vec![0u8; len];
-    input.read_exact(&mut body)?;
-    decode(&body).map(Some)
 }
 
-/// Reads frames from an async stream, keeping partial frames between calls, so that
-/// [`FrameReader::next`] may be dropped (in a `select!`) without losing bytes.
+impl FrameBuffer {
+    /// A buffer refusing frames longer than `max` bytes.
+    pub(crate) fn new(max: usize) -> Self {
+        FrameBuffer {
+            bytes: vec![0; 64 * 1024],
+            start: 0,
+            end: 0,
+            max,
+        }
+    }
+
+    /// Whether no byte is waiting (no partial frame).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// The next whole frame in the buffer, if there is one.
+    pub(crate) fn take<T: for<'de> Deserialize<'de>>(&mut self) -> Result<Option<T>, FrameError> {
+        let waiting = &self.bytes[self.start..self.end];
+        let Some(len) = waiting.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let len = u32::from_le_bytes(*len) as usize;
+        if len > self.max {
+            return Err(FrameError::TooLarge { len, max: self.max });
+        }
+        if waiting.len() < 4 + len {
+            return Ok(None);
+        }
+        let decoded = decode(&waiting[4..4 + len]);
+        self.start += 4 + len;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        decoded.map(Some)
+    }
+
+    /// Room to read into, enough for the partial frame waiting (call [`Self::filled`] after).
+    pub(crate) fn spare(&mut self) -> &mut [u8] {
+        let waiting = self.end - self.start;
+        let needed = match self.bytes[self.start..self.end].first_chunk::<4>() {
+            Some(len) => (4 + u32::from_le_bytes(*len) as usize).min(4 + self.max),
+            None => 4,
+        };
+        if self.start > 0 && self.start + needed.max(16 * 1024) > self.bytes.len() {
+            self.bytes.copy_within(self.start..self.end, 0);
+            self.start = 0;
+            self.end = waiting;
+        }
+        let wanted = self.start + needed.max(waiting + 16 * 1024);
+        if wanted > self.bytes.len() {
+            self.bytes.resize(wanted, 0);
+        }
+        &mut self.bytes[self.end..]
+    }
+
+    /// `n` bytes were read into [`Self::spare`].
+    pub(crate) fn filled(&mut self, n: usize) {
+        self.end = (self.end + n).min(self.bytes.len());
+    }
+
+    /// The error for a stream that ended inside a frame.
+    fn cut_short() -> FrameError {
+        FrameError::Io(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the stream ended inside a message",
+        ))
+    }
+}
+
+/// Reads frames from an async stream; [`FrameReader::next`] may be dropped (in a `select!`)
+/// without losing bytes.
 pub(crate) struct FrameReader<R> {
     stream: R,
-    buffer: Vec<u8>,
-    max: usize,
+    frames: FrameBuffer,
 }
 
 impl<R: tokio::io::AsyncRead + Unpin> FrameReader<R> {
@@ -246,8 +306,7 @@ impl<R: tokio::io::AsyncRead + Unpin> FrameReader<R> {
     pub(crate) fn new(stream: R, max: usize) -> Self {
         FrameReader {
             stream,
-            buffer: Vec::with_capacity(64 * 1024),
-            max,
+            frames: FrameBuffer::new(max),
         }
     }
 
@@ -257,33 +316,47 @@ impl<R: tokio::io::AsyncRead + Unpin> FrameReader<R> {
     ) -> Result<Option<T>, FrameError> {
         use tokio::io::AsyncReadExt;
         loop {
-            if self.buffer.len() >= 4 {
-                let mut len = [0u8; 4];
-                len.copy_from_slice(&self.buffer[..4]);
-                let len = u32::from_le_bytes(len) as usize;
-                if len > self.max {
-                    return Err(FrameError::TooLarge { len, max: self.max });
-                }
-                if self.buffer.len() >= 4 + len {
-                    let decoded = decode(&self.buffer[4..4 + len]);
-                    self.buffer.drain(..4 + len);
-                    return decoded.map(Some);
-                }
-                self.buffer.reserve(4 + len - self.buffer.len());
+            if let Some(frame) = self.frames.take()? {
+                return Ok(Some(frame));
             }
-            if self.buffer.capacity() - self.buffer.len() < 16 * 1024 {
-                self.buffer.reserve(64 * 1024);
-            }
-            let read = self.stream.read_buf(&mut self.buffer).await?;
+            let read = self.stream.read(self.frames.spare()).await?;
             if read == 0 {
-                if self.buffer.is_empty() {
+                if self.frames.is_empty() {
                     return Ok(None);
                 }
-                return Err(FrameError::Io(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the stream ended inside a message",
-                )));
+                return Err(FrameBuffer::cut_short());
             }
+            self.frames.filled(read);
+        }
+    }
+}
+
+/// What a blocking read of the next frame found.
+pub(crate) enum Next<T> {
+    /// A whole frame.
+    Frame(T),
+    /// A signal interrupted the wait.
+    Interrupted,
+    /// The stream ended (between frames).
+    End,
+}
+
+/// Reads the next frame with `read` (one `read(2)`: returns the bytes read, or an error of
+/// kind `Interrupted` when a signal came first).
+pub(crate) fn next_blocking<T: for<'de> Deserialize<'de>>(
+    frames: &mut FrameBuffer,
+    mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
+) -> Result<Next<T>, FrameError> {
+    loop {
+        if let Some(frame) = frames.take()? {
+            return Ok(Next::Frame(frame));
+        }
+        match read(frames.spare()) {
+            Ok(0) if frames.is_empty() => return Ok(Next::End),
+            Ok(0) => return Err(FrameBuffer::cut_short()),
+            Ok(n) => frames.filled(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(Next::Interrupted),
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -291,6 +364,21 @@ impl<R: tokio::io::AsyncRead + Unpin> FrameReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read_one<T: for<'de> Deserialize<'de>>(
+        bytes: &[u8],
+        max: usize,
+        chunk: usize,
+    ) -> Result<Next<T>, FrameError> {
+        let mut frames = FrameBuffer::new(max);
+        let mut rest = bytes;
+        next_blocking(&mut frames, |spare| {
+            let n = rest.len().min(spare.len()).min(chunk);
+            spare[..n].copy_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            Ok(n)
+        })
+    }
 
     #[test]
     fn frames_round_trip() {
@@ -301,12 +389,50 @@ mod tests {
             args: serde_json::json!({"id": 1, "big": 1.5e300}),
         };
         let bytes = encode(&call);
-        let back: FromChild = read_frame(&mut &bytes[..], 1 << 20).unwrap().unwrap();
-        assert_eq!(encode(&back), bytes);
-        let refused = read_frame::<FromChild>(&mut &bytes[..], 4);
+        for chunk in [1, 3, 1 << 20] {
+            let Ok(Next::Frame(back)) = read_one::<FromChild>(&bytes, 1 << 20, chunk) else {
+                panic!("no frame");
+            };
+            assert_eq!(encode(&back), bytes);
+        }
+        let refused = read_one::<FromChild>(&bytes, 4, 1 << 20);
         assert!(matches!(refused, Err(FrameError::TooLarge { .. })));
         let garbage = [3u8, 0, 0, 0, b'x', b'y', b'z'];
-        let garbage = read_frame::<FromChild>(&mut &garbage[..], 100);
+        let garbage = read_one::<FromChild>(&garbage, 100, 1 << 20);
         assert!(matches!(garbage, Err(FrameError::Garbage(_))));
+        let cut = read_one::<FromChild>(&bytes[..bytes.len() - 1], 1 << 20, 1 << 20);
+        assert!(matches!(cut, Err(FrameError::Io(_))));
+        assert!(matches!(
+            read_one::<FromChild>(&[], 100, 100),
+            Ok(Next::End)
+        ));
+    }
+
+    #[test]
+    fn a_buffer_holds_frames_larger_than_itself_and_several_at_once() {
+        let big = ToChild::Reply {
+            id: 1,
+            reply: WireReply::Value(Value::String("x".repeat(200_000))),
+        };
+        let mut bytes = encode(&ToChild::Probe);
+        encode_into(&mut bytes, &big);
+        encode_into(&mut bytes, &ToChild::Probe);
+        let mut frames = FrameBuffer::new(1 << 20);
+        let mut rest = &bytes[..];
+        let mut seen = Vec::new();
+        loop {
+            let next = next_blocking::<ToChild>(&mut frames, |spare| {
+                let n = rest.len().min(spare.len()).min(7_000);
+                spare[..n].copy_from_slice(&rest[..n]);
+                rest = &rest[n..];
+                Ok(n)
+            });
+            match next {
+                Ok(Next::Frame(frame)) => seen.push(encode(&frame)),
+                Ok(Next::End) => break,
+                _ => panic!("not a frame"),
+            }
+        }
+        assert_eq!(seen.concat(), bytes);
     }
 }
