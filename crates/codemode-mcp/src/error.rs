@@ -81,7 +81,7 @@ pub enum Cause {
     #[error("{0}")]
     Override(#[from] codemode::policy::OverrideError),
     /// Every tool of the server takes code to run.
-    #[error("its only tools ({tools}) take code to run: {why}{hint}", why = RECURSION, hint = crate::tools::allow_hint(connector))]
+    #[error("every tool it lists ({tools}) is left out: {why}{hint}", why = RECURSION, hint = crate::tools::allow_hint(connector))]
     Recursive {
         /// The tools, quoted and joined.
         tools: String,

@@ -139,7 +139,7 @@ async fn a_server_with_only_a_code_tool_fails_to_start() {
         .to_string();
     assert_eq!(
         err,
-        "MCP connector `items`: its only tools (\"codemode\") take code to run: it takes code to run (named like a code runner, or its input has a string `code` or `script`), and exposing it would let code run code, past the log and the approvals (a Code Mode server wrapped as a connector would run itself); connect to the servers behind it instead; if this server is safe to run code in, set allow_code_tools = true in [connectors.items]"
+        "MCP connector `items`: every tool it lists (\"codemode\") is left out: it takes code to run (named like a code runner, or its input has a string `code` or `script`), and exposing it would let code run code, past the log and the approvals (a Code Mode server wrapped as a connector would run itself); connect to the servers behind it instead; if this server is safe to run code in, set allow_code_tools = true in [connectors.items]"
     );
 }
 
