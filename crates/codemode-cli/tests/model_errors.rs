@@ -110,7 +110,9 @@ fn each_mistake_gets_an_error_that_names_the_fix() {
     for (what, code, expected) in &table {
         let got = run(dir.path(), code);
         if got != *expected {
-            wrong.push(format!("{what}:\n  code:     {code}\n  expected: {expected}\n  got:      {got}"));
+            wrong.push(format!(
+                "{what}:\n  code:     {code}\n  expected: {expected}\n  got:      {got}"
+            ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

@@ -203,11 +203,10 @@ impl McpConnector {
                 }));
             }
         };
-        let methods =
-            crate::tools::build(&listed, &config).map_err(|e| {
-                live.cancel();
-                fail(e)
-            })?;
+        let methods = crate::tools::build(&listed, &config).map_err(|e| {
+            live.cancel();
+            fail(e)
+        })?;
         let warnings: Vec<String> = methods
             .warnings
             .iter()

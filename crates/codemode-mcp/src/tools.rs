@@ -2,7 +2,7 @@
 //! tools left out (with the reason) rather than failing the whole connector.
 
 use crate::config::McpConfig;
-use crate::error::{Cause, RECURSION};
+use crate::error::{allow_hint, Cause, RECURSION};
 use crate::names::method_names;
 use codemode::policy::{apply_overrides, RevertRule, RevertSet};
 use codemode::{ReplayPolicy, ToolSpec};
@@ -41,7 +41,16 @@ fn is_code_tool_name(name: &str) -> bool {
         return true;
     }
     let verbs = ["run", "exec", "execute", "eval", "evaluate", "interpret"];
-    let objects = ["code", "script", "js", "javascript", "typescript", "ts", "python", "snippet"];
+    let objects = [
+        "code",
+        "script",
+        "js",
+        "javascript",
+        "typescript",
+        "ts",
+        "python",
+        "snippet",
+    ];
     verbs.iter().any(|verb| {
         folded
             .strip_prefix(verb)
@@ -62,11 +71,6 @@ fn has_code_property(schema: &Value) -> bool {
             Some(_) => false,
         })
     })
-}
-
-/// How to let a connector's code tools in, said after [`RECURSION`].
-pub(crate) fn allow_hint(connector: &str) -> String {
-    format!("; if this server is safe to run code in, set allow_code_tools = true in [connectors.{connector}]")
 }
 
 /// Builds the methods for `listed`; only a wrong configuration, or a server whose only tools
@@ -184,16 +188,33 @@ mod tests {
     #[test]
     fn a_code_tool_is_known_by_its_name_or_a_code_property() {
         let empty = json!({"type": "object"});
-        for name in ["codemode", "code", "run_code", "execute_code", "runCode", "eval", "run-script", "exec_js", "execute_python"] {
+        for name in [
+            "codemode",
+            "code",
+            "run_code",
+            "execute_code",
+            "runCode",
+            "eval",
+            "run-script",
+            "exec_js",
+            "execute_python",
+        ] {
             assert!(is_code_tool(&tool(name, empty.clone())), "{name}");
         }
-        for name in ["search_code", "list_tasks", "get_issue", "codec_info", "run_tests"] {
+        for name in [
+            "search_code",
+            "list_tasks",
+            "get_issue",
+            "codec_info",
+            "run_tests",
+        ] {
             assert!(!is_code_tool(&tool(name, empty.clone())), "{name}");
         }
         // The property, required or not, typed as a string or not typed.
         let code = json!({"type": "object", "properties": {"code": {"type": "string"}}});
         let script = json!({"type": "object", "properties": {"script": {}}, "required": []});
-        let either = json!({"type": "object", "properties": {"code": {"type": ["string", "null"]}}});
+        let either =
+            json!({"type": "object", "properties": {"code": {"type": ["string", "null"]}}});
         let number = json!({"type": "object", "properties": {"code": {"type": "integer"}}});
         assert!(is_code_tool(&tool("execute", code)));
         assert!(is_code_tool(&tool("go", script)));

@@ -83,9 +83,11 @@ fn ctx() -> CallContext {
 
 #[tokio::test]
 async fn a_host_connected_client_becomes_a_connector() {
-    let mut options = ClientOptions::default();
     // `run_code` takes code: let in only when the host says so.
-    options.allow_code_tools = true;
+    let mut options = ClientOptions {
+        allow_code_tools: true,
+        ..ClientOptions::default()
+    };
     options.tools.insert(
         "add".into(),
         serde_json::from_value(json!({"description": "Adds two numbers."})).unwrap(),
@@ -141,7 +143,11 @@ async fn a_tool_that_takes_code_is_left_out_unless_allowed() {
         ..ClientOptions::default()
     };
     let allowed = connect(Pipe { name: "calc" }, options).await;
-    assert_eq!(allowed.unwrap().tools().len(), 2, "allowed, the code tool is kept");
+    assert_eq!(
+        allowed.unwrap().tools().len(),
+        2,
+        "allowed, the code tool is kept"
+    );
 }
 
 #[tokio::test]

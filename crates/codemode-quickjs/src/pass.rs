@@ -709,7 +709,10 @@ impl Driver<'_> {
             HostReply::RunCode { code, input } => {
                 let chain = state.runs.borrow_mut().remove(&id).unwrap_or_default();
                 let file = snippet_chain::file_name(&chain);
-                match self.cache.prepare(&file, &code, self.options.max_code_bytes) {
+                match self
+                    .cache
+                    .prepare(&file, &code, self.options.max_code_bytes)
+                {
                     Err(e) => Exception::from_message(
                         ctx.clone(),
                         &format!("the snippet cannot run: {e}"),

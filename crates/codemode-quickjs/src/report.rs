@@ -80,7 +80,11 @@ fn edit_distance(a: &[char], b: &[char]) -> usize {
         let mut row = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != cb);
-            row.push((previous[j + 1] + 1).min(row[j] + 1).min(previous[j] + cost));
+            row.push(
+                (previous[j + 1] + 1)
+                    .min(row[j] + 1)
+                    .min(previous[j] + cost),
+            );
         }
         previous = row;
     }

@@ -34,9 +34,7 @@ pub async fn start_connector_warned(
         .map_err(|e| StartError(secrets.scrub(&e.0)))
 }
 
-async fn start(
-    config: &ConnectorConfig,
-) -> Result<(Arc<dyn Connector>, Vec<String>), StartError> {
+async fn start(config: &ConnectorConfig) -> Result<(Arc<dyn Connector>, Vec<String>), StartError> {
     let name = config.name();
     match config {
         ConnectorConfig::Openapi(o) => {

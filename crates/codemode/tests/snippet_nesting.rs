@@ -177,8 +177,14 @@ async fn a_self_call_through_any_path_to_run_is_refused_at_the_first_repeat() {
         ("global", "globalThis.codemode.run"),
         ("evaled", "(0, eval)('codemode').run"),
         ("made", "Function('return codemode')().run"),
-        ("proto", "Object.getPrototypeOf(codemode).run ?? codemode.run"),
-        ("own", "Object.getOwnPropertyDescriptor(globalThis, 'codemode').value.run"),
+        (
+            "proto",
+            "Object.getPrototypeOf(codemode).run ?? codemode.run",
+        ),
+        (
+            "own",
+            "Object.getOwnPropertyDescriptor(globalThis, 'codemode').value.run",
+        ),
         ("callback", "((f) => f)(codemode.run)"),
         ("later", "await Promise.resolve(codemode.run)"),
     ];

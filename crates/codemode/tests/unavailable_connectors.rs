@@ -40,7 +40,10 @@ async fn an_unavailable_connector_is_a_global_whose_calls_say_why() {
         &json!("connector github failed to start: cannot reach api.github.com")
     );
     // The connectors that did start work as ever.
-    let outcome = runtime.call("async () => probe.read({ a: 1 })").await.unwrap();
+    let outcome = runtime
+        .call("async () => probe.read({ a: 1 })")
+        .await
+        .unwrap();
     assert!(matches!(outcome, Outcome::Completed { .. }), "{outcome:?}");
 }
 
