@@ -17,8 +17,10 @@ use crate::normalize::CODE_FILE;
 const PREFIX: &str = "snippet:";
 /// Between two names of a chain.
 const SEPARATOR: &str = ">";
-/// The deepest stack frame looked at for the caller's script.
-const MAX_FRAMES: isize = 256;
+/// The deepest stack frame looked at for the caller's script. The search stops at the first
+/// script found (most often a frame or two below the call), and each level's walk ends where
+/// the stack does, so only a call with no script below it pays for every level.
+const MAX_FRAMES: isize = 1024;
 
 /// The script name of a snippet run in `chain` (outermost first, the snippet itself last).
 pub(crate) fn file_name(chain: &[String]) -> String {

@@ -39,6 +39,12 @@ async fn an_unavailable_connector_is_a_global_whose_calls_say_why() {
         result,
         &json!("connector github failed to start: cannot reach api.github.com")
     );
+    // Describing it says why too.
+    let described = runtime.describe("github.list_repos").await.unwrap();
+    assert_eq!(
+        described.unwrap_err(),
+        "connector github failed to start: cannot reach api.github.com"
+    );
     // The connectors that did start work as ever.
     let outcome = runtime
         .call("async () => probe.read({ a: 1 })")
