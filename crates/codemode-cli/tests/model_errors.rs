@@ -58,22 +58,22 @@ fn each_mistake_gets_an_error_that_names_the_fix() {
         (
             "a method one letter off",
             "return await tasks.create_tasks({ title: 'x' })",
-            format!("TypeError: tasks.create_tasks is not a method of connector tasks. Did you mean tasks.create_task? ({SEARCH}; codemode.describe(\"tasks.create_task\") shows its input) (line 1, column 14)"),
+            format!("TypeError: tasks.create_tasks is not a method of connector tasks. Did you mean tasks.create_task? ({SEARCH}; codemode.describe(\"tasks.create_task\") shows its input) (line 1, column 19)"),
         ),
         (
             "a method in another case",
             "return await tasks.createTask({ title: 'x' })",
-            format!("TypeError: tasks.createTask is not a method of connector tasks. Did you mean tasks.create_task? ({SEARCH}; codemode.describe(\"tasks.create_task\") shows its input) (line 1, column 14)"),
+            format!("TypeError: tasks.createTask is not a method of connector tasks. Did you mean tasks.create_task? ({SEARCH}; codemode.describe(\"tasks.create_task\") shows its input) (line 1, column 19)"),
         ),
         (
             "a method nothing is close to",
             "return await tasks.frobnicate()",
-            format!("TypeError: tasks.frobnicate is not a method of connector tasks (its 4 methods: list_tasks, create_task, complete_task, add_note); {SEARCH}, codemode.describe(\"tasks\") lists their inputs (line 1, column 14)"),
+            format!("TypeError: tasks.frobnicate is not a method of connector tasks (its 4 methods: list_tasks, create_task, complete_task, add_note); {SEARCH}, codemode.describe(\"tasks\") lists their inputs (line 1, column 19)"),
         ),
         (
             "a method kept in a variable first",
             "const make = tasks.create_tsk;\nreturn await make({ title: 'x' })",
-            format!("TypeError: tasks.create_tsk is not a method of connector tasks. Did you mean tasks.create_task? ({SEARCH}; codemode.describe(\"tasks.create_task\") shows its input) (line 1, column 14)"),
+            format!("TypeError: tasks.create_tsk is not a method of connector tasks. Did you mean tasks.create_task? ({SEARCH}; codemode.describe(\"tasks.create_task\") shows its input) (line 2, column 14)"),
         ),
         (
             "a connector one letter off",
@@ -88,17 +88,22 @@ fn each_mistake_gets_an_error_that_names_the_fix() {
         (
             "a connector that failed to start",
             "return await dead.list_things()",
-            format!("Error: connector dead failed to start: {DEAD} (line 1, column 14)"),
+            format!("Error: connector dead failed to start: {DEAD} (line 1, column 18)"),
         ),
         (
             "a Code Mode server wrapped as a connector",
             "return await inner.codemode({ code: 'async () => 1' })",
-            format!("Error: connector inner failed to start: {inner_reason} (line 1, column 14)"),
+            format!("Error: connector inner failed to start: {inner_reason} (line 1, column 19)"),
         ),
         (
             "a namespace's property that is not a method, called",
             "return tasks.name()",
-            format!("TypeError: tasks.name is not a method of connector tasks (its 4 methods: list_tasks, create_task, complete_task, add_note); {SEARCH}, codemode.describe(\"tasks\") lists their inputs (line 1, column 8)"),
+            format!("TypeError: tasks.name is not a method of connector tasks (its 4 methods: list_tasks, create_task, complete_task, add_note); {SEARCH}, codemode.describe(\"tasks\") lists their inputs (line 1, column 13)"),
+        ),
+        (
+            "a method that may not exist, tested first (every name reads as a function, as in the reference)",
+            "return [typeof tasks.create_tasks, typeof dead.list_things, 'create_tasks' in tasks]",
+            r#"["function","function",false]"#.to_string(),
         ),
         (
             "a namespace as a value: awaited, shown, probed",

@@ -629,10 +629,18 @@
   }
   function namespacePrototype(name, methods, failed) {
     return new ProxyCtor(freeze(create(ObjectProto)), {
+      // A name that is not a method reads as a function that throws why when called (as the
+      // reference, where every name is callable), so `typeof` and feature tests do not throw.
       get(target, key, receiver) {
         if (typeof key === "symbol" || key in target || probed[key] === true) return reflectGet(target, key, receiver);
-        if (failed !== undefined) throw new ErrorCtor(`connector ${name} failed to start: ${failed}`);
-        throw notAMethod(name, key, methods);
+        if (failed !== undefined) {
+          return function unavailable() {
+            throw new ErrorCtor(`connector ${name} failed to start: ${failed}`);
+          };
+        }
+        return function missing() {
+          throw notAMethod(name, key, methods);
+        };
       },
     });
   }
