@@ -291,6 +291,7 @@ pub async fn build(settings: &Settings) -> Result<App> {
             Err(e) => {
                 let error = format!("{e:#}");
                 tracing::warn!(connector = %name, %error, "connector not started");
+                builder = builder.unavailable_connector(name.clone(), error.clone());
                 failed.push((name.clone(), error));
             }
         }

@@ -80,14 +80,31 @@ async fn a_dead_mcp_command_and_a_broken_operation_leave_the_rest_serving() {
     let (_, listed) = common::post(
         &c,
         format!("{}/api/run", server.base),
-        json!({"code": "return [typeof half.fine, typeof half.broken, (await tasks.list_tasks({})).tasks.length]"}),
+        json!({"code": "return [typeof half.fine, 'broken' in half, (await tasks.list_tasks({})).tasks.length]"}),
     )
     .await;
     assert_eq!(listed["status"], "completed", "{listed}");
-    assert_eq!(
-        listed["result"],
-        json!(["function", "undefined", 0]),
-        "{listed}"
+    assert_eq!(listed["result"], json!(["function", false, 0]), "{listed}");
+
+    // The connector that failed is still a global: its calls, and the tool description, say why.
+    let (_, dead) = common::post(
+        &c,
+        format!("{}/api/run", server.base),
+        json!({"code": "return await dead.list_things()"}),
+    )
+    .await;
+    let error = dead["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("Error: connector dead failed to start: ")
+            && error.contains("/nonexistent/mcp-server"),
+        "{dead}"
+    );
+    let (_, tool) = common::get(&c, format!("{}/api/tool", server.base)).await;
+    let description = tool["description"].as_str().unwrap_or_default();
+    assert!(
+        description.contains("- dead: unavailable, it failed to start (")
+            && description.contains("every call on it throws"),
+        "{description}"
     );
 }
 

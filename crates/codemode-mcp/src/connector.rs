@@ -77,6 +77,8 @@ pub struct ClientOptions {
     pub timeout_ms: u64,
     /// Time allowed for listing the tools, in milliseconds.
     pub list_timeout_ms: u64,
+    /// Let in tools that take code to run (left out by default; see `McpConfig`).
+    pub allow_code_tools: bool,
 }
 
 impl Default for ClientOptions {
@@ -89,6 +91,7 @@ impl Default for ClientOptions {
             instructions: None,
             timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
             list_timeout_ms: DEFAULT_STARTUP_TIMEOUT_MS,
+            allow_code_tools: false,
         }
     }
 }
@@ -158,6 +161,7 @@ impl McpConnector {
         config.instructions = options.instructions;
         config.timeout_ms = options.timeout_ms;
         config.startup_timeout_ms = options.list_timeout_ms;
+        config.allow_code_tools = options.allow_code_tools;
         let live = session::live(&client, None);
         let origin = Origin {
             env: ChildEnv::default(),
@@ -199,11 +203,10 @@ impl McpConnector {
                 }));
             }
         };
-        let methods =
-            crate::tools::build(&listed, &config, live.server_name.as_deref()).map_err(|e| {
-                live.cancel();
-                fail(e)
-            })?;
+        let methods = crate::tools::build(&listed, &config).map_err(|e| {
+            live.cancel();
+            fail(e)
+        })?;
         let warnings: Vec<String> = methods
             .warnings
             .iter()

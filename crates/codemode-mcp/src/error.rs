@@ -3,7 +3,12 @@
 use thiserror::Error;
 
 /// Why a code tool is left out.
-pub const RECURSION: &str = "exposing another Code Mode server's code tool would let code run code recursively; connect to its underlying servers instead";
+pub const RECURSION: &str = "it takes code to run (named like a code runner, or its input has a string `code` or `script`), and exposing it would let code run code, past the log and the approvals (a Code Mode server wrapped as a connector would run itself); connect to the servers behind it instead";
+
+/// How to let a connector's code tools in, said after [`RECURSION`].
+pub(crate) fn allow_hint(connector: &str) -> String {
+    format!("; if this server is safe to run code in, set allow_code_tools = true in [connectors.{connector}]")
+}
 
 /// A start-up failure, naming the connector and the cause.
 #[derive(Debug, Error)]
@@ -80,9 +85,14 @@ pub enum Cause {
     /// A per-tool setting that cannot be applied.
     #[error("{0}")]
     Override(#[from] codemode::policy::OverrideError),
-    /// Every tool of the server is another Code Mode server's code tool.
-    #[error("its only tools ({0}) are another Code Mode server's code tool: {why}", why = RECURSION)]
-    Recursive(String),
+    /// Every tool of the server takes code to run.
+    #[error("every tool it lists ({tools}) is left out: {why}{hint}", why = RECURSION, hint = allow_hint(connector))]
+    Recursive {
+        /// The tools, quoted and joined.
+        tools: String,
+        /// The connector's configured name.
+        connector: String,
+    },
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),

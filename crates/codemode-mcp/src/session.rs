@@ -79,8 +79,6 @@ pub struct Live {
     pub pid: Option<u32>,
     /// The server's instructions from the handshake.
     pub instructions: Option<String>,
-    /// The server's name from the handshake (`serverInfo.name`).
-    pub server_name: Option<String>,
     cancel: Mutex<Option<rmcp::service::RunningServiceCancellationToken>>,
 }
 
@@ -246,9 +244,6 @@ pub fn live<S: Service<RoleClient>>(
         closed: Arc::new(AtomicBool::new(false)),
         pid,
         instructions: info.as_ref().and_then(|i| i.instructions.clone()),
-        server_name: info
-            .as_ref()
-            .and_then(|i| i.server_info.as_ref().map(|s| s.name.clone())),
         cancel: Mutex::new(Some(service.cancellation_token())),
     })
 }

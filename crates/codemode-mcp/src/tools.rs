@@ -2,7 +2,7 @@
 //! tools left out (with the reason) rather than failing the whole connector.
 
 use crate::config::McpConfig;
-use crate::error::{Cause, RECURSION};
+use crate::error::{allow_hint, Cause, RECURSION};
 use crate::names::method_names;
 use codemode::policy::{apply_overrides, RevertRule, RevertSet};
 use codemode::{ReplayPolicy, ToolSpec};
@@ -22,43 +22,78 @@ pub struct Methods {
     pub warnings: Vec<String>,
 }
 
-/// Whether the server names itself as a Code Mode server in its initialize info.
-fn is_codemode_server(server_name: Option<&str>) -> bool {
-    matches!(server_name, Some("codemode" | "codemode-openapi"))
+/// Whether `tool` takes code to run: named like a code runner (`codemode`, `code`,
+/// `run_code`, `execute_code`, `eval`, `run_script`, `exec_js`…), or its input has a string
+/// property `code` or `script`, required or not. Such a tool would let the sandbox's code run
+/// code, in that server, past the runtime's log and approvals.
+pub fn is_code_tool(tool: &Tool) -> bool {
+    is_code_tool_name(&tool.name) || has_code_property(&Value::Object((*tool.input_schema).clone()))
 }
 
-/// Whether `tool` is another Code Mode server's code tool: the only required property of its
-/// input is `code`, and it is called `codemode` or its server is a Code Mode server.
-fn is_code_tool(tool: &Tool, codemode_server: bool) -> bool {
-    let only_code = tool
-        .input_schema
-        .get("required")
-        .and_then(Value::as_array)
-        .is_some_and(|r| r.len() == 1 && r[0] == "code");
-    only_code && (tool.name == "codemode" || codemode_server)
+/// Whether a tool's name is a code runner's: letters and digits only, in lower case.
+fn is_code_tool_name(name: &str) -> bool {
+    let folded: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if folded.contains("codemode") || matches!(folded.as_str(), "code" | "eval" | "exec") {
+        return true;
+    }
+    let verbs = ["run", "exec", "execute", "eval", "evaluate", "interpret"];
+    let objects = [
+        "code",
+        "script",
+        "js",
+        "javascript",
+        "typescript",
+        "ts",
+        "python",
+        "snippet",
+    ];
+    verbs.iter().any(|verb| {
+        folded
+            .strip_prefix(verb)
+            .is_some_and(|rest| objects.contains(&rest))
+    })
 }
 
-/// Builds the methods for `listed` (from the server called `server_name` in its initialize
-/// info); only a wrong configuration, or a server whose only tools are code tools, is an error.
-pub fn build(
-    listed: &[Tool],
-    config: &McpConfig,
-    server_name: Option<&str>,
-) -> Result<Methods, Cause> {
+/// Whether an input schema has a property `code` or `script` that may be a string.
+fn has_code_property(schema: &Value) -> bool {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return false;
+    };
+    ["code", "script"].iter().any(|key| {
+        properties.get(*key).is_some_and(|p| match p.get("type") {
+            None => true,
+            Some(Value::String(t)) => t == "string",
+            Some(Value::Array(types)) => types.iter().any(|t| t == "string"),
+            Some(_) => false,
+        })
+    })
+}
+
+/// Builds the methods for `listed`; only a wrong configuration, or a server whose only tools
+/// are code tools (unless `allow_code_tools`), is an error.
+pub fn build(listed: &[Tool], config: &McpConfig) -> Result<Methods, Cause> {
     let mut warnings = Vec::new();
     let mut usable: Vec<&Tool> = Vec::with_capacity(listed.len());
-    let codemode_server = is_codemode_server(server_name);
-    let code_tools: Vec<&Tool> = listed
-        .iter()
-        .filter(|t| is_code_tool(t, codemode_server))
-        .collect();
+    let refused = |t: &Tool| !config.allow_code_tools && is_code_tool(t);
+    let code_tools: Vec<&Tool> = listed.iter().filter(|t| refused(t)).collect();
     if !code_tools.is_empty() && code_tools.len() == listed.len() {
         let names: Vec<String> = code_tools.iter().map(|t| format!("{:?}", t.name)).collect();
-        return Err(Cause::Recursive(names.join(", ")));
+        return Err(Cause::Recursive {
+            tools: names.join(", "),
+            connector: config.name.clone(),
+        });
     }
     for tool in listed {
-        if is_code_tool(tool, codemode_server) {
-            warnings.push(format!("tool {:?} is left out: {RECURSION}", tool.name));
+        if refused(tool) {
+            warnings.push(format!(
+                "tool {:?} is left out: {RECURSION}{}",
+                tool.name,
+                allow_hint(&config.name)
+            ));
             continue;
         }
         let schema = Value::Object((*tool.input_schema).clone());
@@ -139,4 +174,51 @@ pub fn build(
         reverts,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, schema: Value) -> Tool {
+        serde_json::from_value(json!({"name": name, "inputSchema": schema})).unwrap()
+    }
+
+    #[test]
+    fn a_code_tool_is_known_by_its_name_or_a_code_property() {
+        let empty = json!({"type": "object"});
+        for name in [
+            "codemode",
+            "code",
+            "run_code",
+            "execute_code",
+            "runCode",
+            "eval",
+            "run-script",
+            "exec_js",
+            "execute_python",
+        ] {
+            assert!(is_code_tool(&tool(name, empty.clone())), "{name}");
+        }
+        for name in [
+            "search_code",
+            "list_tasks",
+            "get_issue",
+            "codec_info",
+            "run_tests",
+        ] {
+            assert!(!is_code_tool(&tool(name, empty.clone())), "{name}");
+        }
+        // The property, required or not, typed as a string or not typed.
+        let code = json!({"type": "object", "properties": {"code": {"type": "string"}}});
+        let script = json!({"type": "object", "properties": {"script": {}}, "required": []});
+        let either =
+            json!({"type": "object", "properties": {"code": {"type": ["string", "null"]}}});
+        let number = json!({"type": "object", "properties": {"code": {"type": "integer"}}});
+        assert!(is_code_tool(&tool("execute", code)));
+        assert!(is_code_tool(&tool("go", script)));
+        assert!(is_code_tool(&tool("go", either)));
+        assert!(!is_code_tool(&tool("status", number)));
+    }
 }

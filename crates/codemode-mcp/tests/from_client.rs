@@ -83,7 +83,11 @@ fn ctx() -> CallContext {
 
 #[tokio::test]
 async fn a_host_connected_client_becomes_a_connector() {
-    let mut options = ClientOptions::default();
+    // `run_code` takes code: let in only when the host says so.
+    let mut options = ClientOptions {
+        allow_code_tools: true,
+        ..ClientOptions::default()
+    };
     options.tools.insert(
         "add".into(),
         serde_json::from_value(json!({"description": "Adds two numbers."})).unwrap(),
@@ -116,24 +120,33 @@ async fn a_host_connected_client_becomes_a_connector() {
     assert!(err.0.contains("`calc` is not available"), "{err}");
 }
 
+/// A tool that takes code is left out whatever the server calls itself, unless the host
+/// allows code tools.
 #[tokio::test]
-async fn a_code_mode_server_named_in_its_handshake_is_guarded() {
-    let c = connect(Pipe { name: "codemode" }, ClientOptions::default())
-        .await
-        .unwrap();
-    let names: Vec<String> = c.tools().into_iter().map(|t| t.name).collect();
-    assert_eq!(names, ["add"]);
-    assert!(
-        c.warnings()[0].contains("tool \"run_code\" is left out")
-            && c.warnings()[0].contains("would let code run code recursively"),
-        "{:?}",
-        c.warnings()
-    );
-    let other = connect(Pipe { name: "calc" }, ClientOptions::default()).await;
+async fn a_tool_that_takes_code_is_left_out_unless_allowed() {
+    for server in ["codemode", "calc"] {
+        let c = connect(Pipe { name: server }, ClientOptions::default())
+            .await
+            .unwrap();
+        let names: Vec<String> = c.tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["add"], "{server}");
+        assert!(
+            c.warnings()[0].contains("tool \"run_code\" is left out")
+                && c.warnings()[0].contains("would let code run code")
+                && c.warnings()[0].contains("allow_code_tools = true"),
+            "{:?}",
+            c.warnings()
+        );
+    }
+    let options = ClientOptions {
+        allow_code_tools: true,
+        ..ClientOptions::default()
+    };
+    let allowed = connect(Pipe { name: "calc" }, options).await;
     assert_eq!(
-        other.unwrap().tools().len(),
+        allowed.unwrap().tools().len(),
         2,
-        "another server's `code` tool is kept"
+        "allowed, the code tool is kept"
     );
 }
 

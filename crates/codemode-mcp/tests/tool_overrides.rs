@@ -116,8 +116,19 @@ async fn another_code_mode_servers_code_tool_is_left_out() {
     assert!(c.tools().iter().any(|t| t.name == "get_item"));
     assert_eq!(
         c.warnings(),
-        ["MCP connector `items`: tool \"codemode\" is left out: exposing another Code Mode server's code tool would let code run code recursively; connect to its underlying servers instead"]
+        ["MCP connector `items`: tool \"codemode\" is left out: it takes code to run (named like a code runner, or its input has a string `code` or `script`), and exposing it would let code run code, past the log and the approvals (a Code Mode server wrapped as a connector would run itself); connect to the servers behind it instead; if this server is safe to run code in, set allow_code_tools = true in [connectors.items]"]
     );
+}
+
+#[tokio::test]
+async fn allow_code_tools_lets_a_code_tool_in() {
+    let c = McpConnector::connect(
+        config(json!({"args": ["--only-code-tool"], "allow_code_tools": true})).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(c.tools().iter().any(|t| t.name == "codemode"));
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
 }
 
 #[tokio::test]
@@ -128,7 +139,7 @@ async fn a_server_with_only_a_code_tool_fails_to_start() {
         .to_string();
     assert_eq!(
         err,
-        "MCP connector `items`: its only tools (\"codemode\") are another Code Mode server's code tool: exposing another Code Mode server's code tool would let code run code recursively; connect to its underlying servers instead"
+        "MCP connector `items`: every tool it lists (\"codemode\") is left out: it takes code to run (named like a code runner, or its input has a string `code` or `script`), and exposing it would let code run code, past the log and the approvals (a Code Mode server wrapped as a connector would run itself); connect to the servers behind it instead; if this server is safe to run code in, set allow_code_tools = true in [connectors.items]"
     );
 }
 

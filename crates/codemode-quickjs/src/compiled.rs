@@ -62,7 +62,7 @@ struct Slot {
 
 #[derive(Default)]
 struct Slots {
-    by_code: HashMap<(&'static str, String), Slot>,
+    by_code: HashMap<(String, String), Slot>,
     clock: u64,
 }
 
@@ -77,11 +77,11 @@ impl CodeCache {
     /// code is long). Code that does not normalise is an error, and is not kept.
     pub fn prepare(
         &self,
-        file: &'static str,
+        file: &str,
         code: &str,
         max_code_bytes: usize,
     ) -> Result<Arc<Prepared>, NormalizeError> {
-        let key = (file, code.to_string());
+        let key = (file.to_string(), code.to_string());
         if let Some(found) = self.touch(&key) {
             return Ok(found);
         }
@@ -96,7 +96,7 @@ impl CodeCache {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn touch(&self, key: &(&'static str, String)) -> Option<Arc<Prepared>> {
+    fn touch(&self, key: &(String, String)) -> Option<Arc<Prepared>> {
         let mut slots = self.slots();
         slots.clock += 1;
         let now = slots.clock;
@@ -105,7 +105,7 @@ impl CodeCache {
         Some(slot.prepared.clone())
     }
 
-    fn keep(&self, key: (&'static str, String), prepared: Arc<Prepared>) {
+    fn keep(&self, key: (String, String), prepared: Arc<Prepared>) {
         let mut slots = self.slots();
         if slots.by_code.len() >= CAPACITY && !slots.by_code.contains_key(&key) {
             let oldest = slots

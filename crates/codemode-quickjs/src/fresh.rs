@@ -140,6 +140,9 @@ pub(crate) fn namespace_spec<'js>(
         let entry = rquickjs::Array::new(ctx.clone())?;
         entry.set(0, ns.name.as_str())?;
         entry.set(1, methods)?;
+        if let Some(reason) = &ns.unavailable {
+            entry.set(2, reason.as_str())?;
+        }
         spec.set(i, entry)?;
     }
     Ok(spec)

@@ -523,12 +523,9 @@
       return decode(text);
     },
     run(name, input) {
-      // Inside a snippet, `codemode` is a copy whose `run` calls this with `this` bound to
-      // the chain of snippets running (a fenced snippet's calls are rewritten to
-      // `codemode.run.call(chain, `); the host refuses a snippet that runs itself.
-      const args = { name, input: input === undefined ? null : input };
-      if (isArray(this)) args.chain = this;
-      return link.host(sdk.run, encode(args));
+      // The executor adds the chain of snippets this call is made from, from where it is
+      // made; nothing the code passes or holds takes part.
+      return link.host(sdk.run, encode({ name, input: input === undefined ? null : input }));
     },
   });
 
@@ -555,16 +552,109 @@
       return link.host(id, encode(args === undefined ? {} : args));
     };
   }
-  // `spec` is `[[name, [[method, callId, params?, required?], ...]], ...]`. Each method is an
-  // enumerable property, made read-only with its namespace by `install` (one descriptor
-  // object serves them all: `defineProperty`, unlike assignment, makes even a method named
-  // `__proto__` an own property).
+  // A namespace's own properties are its methods, so a call finds its method at once, as on
+  // any object. Its prototype is a Proxy, reached only for a name that is not a method: it
+  // throws an error naming the connector, the name and the closest methods (worked out only
+  // then). Names of `Object.prototype`, symbols and the names a caller probes any value for
+  // (`then` when a namespace is awaited, `toJSON` when it is shown) read as on a plain object;
+  // `in` and `Object.keys` see only the methods. A connector that failed to start has no
+  // methods, and every name throws why it failed.
+  const ProxyCtor = Proxy;
+  const reflectGet = Reflect.get;
+  const create = Object.create;
+  const ObjectProto = Object.prototype;
+  const probed = freeze({ __proto__: null, then: true, catch: true, finally: true, toJSON: true, inspect: true, prototype: true, $$typeof: true, nodeType: true, asymmetricMatch: true });
+  // What a name compares as: lower case without `_`, `-` or `$` (`createTask` is
+  // `create_task`).
+  function folded(name) {
+    let out = "";
+    for (let i = 0; i < name.length; i++) {
+      const c = name[i];
+      if (c !== "_" && c !== "-" && c !== "$") out += c.toLowerCase();
+    }
+    return out;
+  }
+  // Levenshtein distance, stopping at `limit + 1`.
+  function distance(a, b, limit) {
+    if (Math.abs(a.length - b.length) > limit) return limit + 1;
+    let previous = [];
+    for (let j = 0; j <= b.length; j++) previous.push(j);
+    for (let i = 1; i <= a.length; i++) {
+      const row = [i];
+      let best = i;
+      for (let j = 1; j <= b.length; j++) {
+        const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+        const d = Math.min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + cost);
+        row.push(d);
+        if (d < best) best = d;
+      }
+      if (best > limit) return limit + 1;
+      previous = row;
+    }
+    return previous[b.length];
+  }
+  // The names closest to `wanted` (at most three, closest first); none when nothing is close.
+  function closest(wanted, names) {
+    const w = folded(wanted);
+    const found = [];
+    for (let i = 0; i < names.length; i++) {
+      const n = folded(names[i]);
+      const limit = Math.max(1, Math.floor(Math.max(w.length, n.length) / 3));
+      let d = distance(w, n, limit);
+      if (d > limit && w.length >= 4 && n.length >= 4 && (n.indexOf(w) >= 0 || w.indexOf(n) >= 0)) d = limit;
+      if (d <= limit) found.push([d, i]);
+    }
+    found.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    const out = [];
+    for (let i = 0; i < found.length && i < 3; i++) out.push(names[found[i][1]]);
+    return out;
+  }
+  // `a`, `a or b`, `a, b or c`.
+  function either(items) {
+    return items.length < 2 ? items.join("") : `${items.slice(0, -1).join(", ")} or ${items[items.length - 1]}`;
+  }
+  const SEARCH_HINT = "codemode.search finds tools by what they do";
+  function notAMethod(name, key, methods) {
+    const names = [];
+    for (let i = 0; i < methods.length; i++) names.push(methods[i][0]);
+    const near = closest(key, names);
+    const head = `${name}.${key} is not a method of connector ${name}`;
+    if (near.length > 0) {
+      const paths = near.map((m) => `${name}.${m}`);
+      return new TypeErrorCtor(`${head}. Did you mean ${either(paths)}? (${SEARCH_HINT}; codemode.describe("${paths[0]}") shows its input)`);
+    }
+    const shown = names.length > 12 ? `${names.slice(0, 12).join(", ")}, …` : names.join(", ");
+    const has = names.length === 0 ? "it has no methods" : `its ${names.length} method${names.length === 1 ? "" : "s"}: ${shown}`;
+    return new TypeErrorCtor(`${head} (${has}); ${SEARCH_HINT}, codemode.describe("${name}") lists their inputs`);
+  }
+  function namespacePrototype(name, methods, failed) {
+    return new ProxyCtor(freeze(create(ObjectProto)), {
+      // A name that is not a method reads as a function that throws why when called (as the
+      // reference, where every name is callable), so `typeof` and feature tests do not throw.
+      get(target, key, receiver) {
+        if (typeof key === "symbol" || key in target || probed[key] === true) return reflectGet(target, key, receiver);
+        if (failed !== undefined) {
+          return function unavailable() {
+            throw new ErrorCtor(`connector ${name} failed to start: ${failed}`);
+          };
+        }
+        return function missing() {
+          throw notAMethod(name, key, methods);
+        };
+      },
+    });
+  }
+
+  // `spec` is `[[name, [[method, callId, params?, required?], ...], failed?], ...]`. Each
+  // method is an enumerable property, made read-only with its namespace by `install` (one
+  // descriptor object serves them all: `defineProperty`, unlike assignment, makes even a
+  // method named `__proto__` an own property).
   function declare(spec) {
     const descriptor = { value: undefined, enumerable: true };
     for (let n = 0; n < spec.length; n++) {
       const name = spec[n][0];
       const methods = spec[n][1];
-      const ns = {};
+      const ns = create(namespacePrototype(name, methods, spec[n][2]));
       for (let m = 0; m < methods.length; m++) {
         const entry = methods[m];
         descriptor.value = entry.length > 2 ? positional(name, entry[0], entry[1], entry[2], entry[3]) : plain(entry[1]);

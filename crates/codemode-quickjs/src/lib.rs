@@ -27,6 +27,7 @@ mod pool;
 mod report;
 #[allow(unsafe_code)]
 mod slot;
+mod snippet_chain;
 mod stack;
 mod turns;
 pub mod values;

@@ -24,7 +24,8 @@ use crate::fresh::{namespace_spec, Fresh, GLUE_KEY};
 use crate::memory::MemoryGauge;
 use crate::normalize::{Normalized, CODE_FILE};
 use crate::options::QuickJsOptions;
-use crate::report::{describe, take_thrown, SNIPPET_FILE};
+use crate::report::{describe, take_thrown};
+use crate::snippet_chain;
 use crate::turns::{Turn, Turns};
 use crate::values::{may_hold_envelope, parse_sandbox_json};
 
@@ -138,6 +139,9 @@ struct PassState<'js> {
     /// An allocation refused for the limit ends the pass before anything else leaves it.
     memory: MemoryGauge,
     max_console_bytes: usize,
+    /// For each `codemode.run` call in flight, the chain of snippets its snippet would run in
+    /// (the caller's chain and the snippet's name): its script is named after it.
+    runs: RefCell<HashMap<u64, Vec<String>>>,
 }
 
 /// Throws an error that no `catch` or `finally` in the sandbox can observe.
@@ -165,8 +169,10 @@ impl<'js> PassState<'js> {
         let Some((namespace, method)) = self.calls.get(id) else {
             return Err(Exception::throw_type(&ctx, "unknown host call"));
         };
-        let args = parse_sandbox_json(&args, "the arguments")
+        let mut args = parse_sandbox_json(&args, "the arguments")
             .map_err(|message| Exception::throw_type(&ctx, &message))?;
+        let run_chain = (namespace == SDK_NAMESPACE && method == "run")
+            .then(|| snippet_chain::attach(&ctx, &mut args));
         let call = HostCall {
             namespace: namespace.clone(),
             method: method.clone(),
@@ -175,6 +181,9 @@ impl<'js> PassState<'js> {
         let (promise, resolve, reject) = ctx.promise()?;
         let call_id = self.next_id.get();
         self.next_id.set(call_id + 1);
+        if let Some(chain) = run_chain {
+            self.runs.borrow_mut().insert(call_id, chain);
+        }
         self.fresh.borrow_mut().push_back(HostFuture {
             id: call_id,
             future: self.host.clone().call_shared(call),
@@ -437,6 +446,7 @@ impl Driver<'_> {
             stop: self.stop.clone(),
             memory: self.memory.clone(),
             max_console_bytes: self.options.max_console_bytes,
+            runs: RefCell::new(HashMap::new()),
         });
         let (end, unlinked) = match self.install(&ctx, &state, sdk_base) {
             Ok(helpers) => {
@@ -709,6 +719,9 @@ impl Driver<'_> {
         let Some((resolve, reject)) = state.resolvers.borrow_mut().remove(&id) else {
             return Ok(());
         };
+        if !matches!(reply, HostReply::RunCode { .. }) {
+            state.runs.borrow_mut().remove(&id);
+        }
         let outcome: rquickjs::Result<()> = match reply {
             HostReply::Abort => {
                 self.stop.set(Stop::Aborted);
@@ -720,9 +733,11 @@ impl Driver<'_> {
             HostReply::Throw(message) => Exception::from_message(ctx.clone(), &message)
                 .and_then(|e| reject.call::<_, ()>((e,))),
             HostReply::RunCode { code, input } => {
+                let chain = state.runs.borrow_mut().remove(&id).unwrap_or_default();
+                let file = snippet_chain::file_name(&chain);
                 match self
                     .cache
-                    .prepare(SNIPPET_FILE, &code, self.options.max_code_bytes)
+                    .prepare(&file, &code, self.options.max_code_bytes)
                 {
                     Err(e) => Exception::from_message(
                         ctx.clone(),
@@ -732,7 +747,7 @@ impl Driver<'_> {
                     Ok(snippet) => {
                         let started = self
                             .to_js(ctx, helpers, &input)
-                            .and_then(|input| self.start(ctx, &snippet, SNIPPET_FILE, input));
+                            .and_then(|input| self.start(ctx, &snippet, &file, input));
                         match started {
                             Ok(promise) => resolve.call::<_, ()>((promise,)),
                             Err(_) => {

@@ -5,9 +5,6 @@ use rquickjs::{Ctx, Exception, Object, Type, Value};
 use crate::normalize::{Normalized, CODE_FILE};
 use crate::options::QuickJsOptions;
 
-/// The script name of a snippet run through `codemode.run`.
-pub const SNIPPET_FILE: &str = "snippet.js";
-
 /// The position of the first frame of the model's code in a QuickJS stack trace.
 fn first_position(stack: &str) -> Option<(usize, usize)> {
     let needle = format!("{CODE_FILE}:");
@@ -52,6 +49,48 @@ pub fn globals_help(namespaces: &[String]) -> String {
     )
 }
 
+/// The connector (or `codemode`) closest to a name that is not defined, if one is close:
+/// compared in lower case without `_`, within a third of the longer name's length.
+fn closest_global<'a>(unknown: &str, namespaces: &'a [String]) -> Option<&'a str> {
+    let fold = |s: &str| -> Vec<char> {
+        s.chars()
+            .filter(|c| *c != '_')
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let wanted = fold(unknown);
+    namespaces
+        .iter()
+        .map(String::as_str)
+        .chain([codemode::SDK_NAMESPACE])
+        .filter_map(|name| {
+            let folded = fold(name);
+            let limit = (wanted.len().max(folded.len()) / 3).max(1);
+            let d = edit_distance(&wanted, &folded);
+            (d <= limit).then_some((d, name))
+        })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance between two character sequences.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut row = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            row.push(
+                (previous[j + 1] + 1)
+                    .min(row[j] + 1)
+                    .min(previous[j] + cost),
+            );
+        }
+        previous = row;
+    }
+    previous[b.len()]
+}
+
 /// Describes a thrown or rejected value.
 pub fn describe<'js>(
     ctx: &Ctx<'js>,
@@ -88,7 +127,14 @@ pub fn describe<'js>(
         );
     }
     if name == "ReferenceError" {
-        return format!("{name}: {message}{position}; {}", globals_help(namespaces));
+        let help = globals_help(namespaces);
+        let guess = message
+            .strip_suffix(" is not defined")
+            .and_then(|unknown| closest_global(unknown, namespaces));
+        return match guess {
+            Some(g) => format!("{name}: {message}{position}; did you mean {g}? {help}"),
+            None => format!("{name}: {message}{position}; {help}"),
+        };
     }
     format!("{name}: {message}{position}")
 }
@@ -96,6 +142,16 @@ pub fn describe<'js>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_undefined_name_close_to_a_connector_names_it() {
+        let names = vec!["tasks".to_string(), "state".to_string()];
+        assert_eq!(closest_global("task", &names), Some("tasks"));
+        assert_eq!(closest_global("Tasks", &names), Some("tasks"));
+        assert_eq!(closest_global("codeMode", &names), Some("codemode"));
+        assert_eq!(closest_global("result", &names), None);
+        assert_eq!(closest_global("x", &names), None);
+    }
 
     #[test]
     fn finds_the_first_frame_of_the_model_code() {

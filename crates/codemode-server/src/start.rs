@@ -22,6 +22,19 @@ pub async fn start_connector_warned(
     config
         .check_secrets()
         .map_err(|e| StartError(e.to_string()))?;
+    // What a failed start says is shown to the model and printed: no secret value in it.
+    let secrets = codemode::secrets::Secrets::new(
+        config
+            .secret_refs()
+            .into_iter()
+            .filter_map(|(_, var)| std::env::var(var).ok()),
+    );
+    start(config)
+        .await
+        .map_err(|e| StartError(secrets.scrub(&e.0)))
+}
+
+async fn start(config: &ConnectorConfig) -> Result<(Arc<dyn Connector>, Vec<String>), StartError> {
     let name = config.name();
     match config {
         ConnectorConfig::Openapi(o) => {

@@ -159,3 +159,21 @@ fn a_bad_listen_address_names_the_field() {
         "{err}"
     );
 }
+
+/// Why a connector failed to start is shown to the model and printed: a secret it was given
+/// is scrubbed from it, wherever the failure echoed it (here, a URL that holds it).
+#[tokio::test]
+async fn a_start_failure_holds_no_secret() {
+    std::env::set_var("CODEMODE_TEST_START_TOKEN", "s3cr3t-t0ken-value");
+    let config = Config::parse(
+        "[connectors.gh]\ntype = \"mcp\"\nurl = \"http://127.0.0.1:9/s3cr3t-t0ken-value/mcp\"\nbearer_token_env = \"CODEMODE_TEST_START_TOKEN\"\nstartup_timeout_ms = 2000\n",
+        "c.toml",
+    )
+    .unwrap();
+    let Err(err) = codemode_server::start_connector(&config.connectors["gh"]).await else {
+        panic!("nothing listens on port 9");
+    };
+    let err = err.to_string();
+    assert!(err.contains("connectors.gh"), "{err}");
+    assert!(!err.contains("s3cr3t-t0ken-value"), "{err}");
+}

@@ -117,7 +117,11 @@ impl CodeToolBuilder {
     /// Checks the connectors (names, schemas, and that no tool requires approval) and builds
     /// the code tool.
     pub fn build(self) -> Result<CodeTool, RuntimeError> {
-        let registry = Registry::build(self.connectors, self.executor.reserved_globals())?;
+        let registry = Registry::build(
+            self.connectors,
+            Vec::new(),
+            self.executor.reserved_globals(),
+        )?;
         refuse_approval_tools(&registry)?;
         let catalog = crate::runtime::sdk::build_catalog(&registry, &self.hints)?;
         Ok(CodeTool {

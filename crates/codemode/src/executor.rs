@@ -25,6 +25,9 @@ pub struct Namespace {
     /// every method takes one object. The sandbox turns the arguments back into the object,
     /// so the [`HostCall`] always carries the object form.
     pub positional: Vec<Option<PositionalParams>>,
+    /// Why the connector is unavailable (it failed to start), when it is: the global then has
+    /// no methods, and every call on it throws an error that says so.
+    pub unavailable: Option<String>,
 }
 
 /// How a positional method's arguments map onto its input object's properties.
@@ -54,7 +57,11 @@ pub struct ExecuteRequest {
 /// - `step {name}`: answered with `{replay: true, value}` (return `value` without running the
 ///   closure) or `{replay: false, seq}` (run the closure, then report it);
 /// - `step_result {seq, value}` / `step_error {seq, error}`: the closure's outcome;
-/// - `run {name, input}`: answered with [`HostReply::RunCode`] or a value (`{error}`).
+/// - `run {name, input, chain}`: answered with [`HostReply::RunCode`] or a value (`{error}`).
+///   `chain` names the snippets the call was made from, outermost first (absent or empty for
+///   the model's own code). The executor works it out from where the call was made, not from
+///   anything the code holds or passes, so every path to `run` carries it; the host refuses a
+///   snippet already in the chain.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostCall {
     /// The namespace (connector name or `codemode`).

@@ -166,3 +166,76 @@ async fn a_fenced_snippet_that_runs_itself_is_refused() {
         "{error}"
     );
 }
+
+/// Every path to `codemode.run` from inside a snippet carries the chain: the executor works
+/// it out from where the call is made, not from the reference the code holds.
+#[tokio::test(flavor = "current_thread")]
+async fn a_self_call_through_any_path_to_run_is_refused_at_the_first_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(dir.path(), 8).unwrap();
+    let paths = [
+        ("global", "globalThis.codemode.run"),
+        ("evaled", "(0, eval)('codemode').run"),
+        ("made", "Function('return codemode')().run"),
+        (
+            "proto",
+            "Object.getPrototypeOf(codemode).run ?? codemode.run",
+        ),
+        (
+            "own",
+            "Object.getOwnPropertyDescriptor(globalThis, 'codemode').value.run",
+        ),
+        ("callback", "((f) => f)(codemode.run)"),
+        ("later", "await Promise.resolve(codemode.run)"),
+    ];
+    for (name, path) in paths {
+        let code = format!(
+            "async (input) => {{ if (!input) return 0; const run = {path}; await probe.read({{}}); return await run('{name}', input) }}"
+        );
+        save(&runtime, name, &code).await;
+        let outcome = runtime
+            .call(&format!("async () => codemode.run('{name}', {{ go: 1 }})"))
+            .await
+            .unwrap();
+        let Outcome::Error { error, .. } = &outcome else {
+            panic!("{name}: {outcome:?}");
+        };
+        assert!(
+            error.contains(&format!("snippet {name} -> {name} runs itself")),
+            "{name}: {error}"
+        );
+    }
+}
+
+/// A snippet's eval'd code and a function it makes with `Function` run the snippet again
+/// from inside: refused too (the caller is found below the eval's frame).
+#[tokio::test(flavor = "current_thread")]
+async fn a_self_call_from_eval_code_inside_a_snippet_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(dir.path(), 8).unwrap();
+    save(
+        &runtime,
+        "inner",
+        "async (input) => input ? await eval(\"globalThis.codemode.run('inner', input)\") : 0",
+    )
+    .await;
+    save(
+        &runtime,
+        "maker",
+        "async (input) => input ? await Function('i', \"return codemode.run('maker', i)\")(input) : 0",
+    )
+    .await;
+    for name in ["inner", "maker"] {
+        let outcome = runtime
+            .call(&format!("async () => codemode.run('{name}', {{ go: 1 }})"))
+            .await
+            .unwrap();
+        let Outcome::Error { error, .. } = &outcome else {
+            panic!("{name}: {outcome:?}");
+        };
+        assert!(
+            error.contains(&format!("snippet {name} -> {name} runs itself")),
+            "{name}: {error}"
+        );
+    }
+}

@@ -49,6 +49,8 @@ pub(crate) struct McpConfigFile {
     rename: BTreeMap<String, String>,
     #[serde(default)]
     tools: BTreeMap<String, ToolOverride>,
+    #[serde(default)]
+    allow_code_tools: bool,
     /// The old nested shape, refused with what to write instead.
     #[serde(default)]
     transport: Option<IgnoredAny>,
@@ -148,6 +150,7 @@ impl TryFrom<McpConfigFile> for McpConfig {
         c.startup_timeout_ms = f.startup_timeout_ms.unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS);
         c.rename = f.rename;
         c.tools = f.tools;
+        c.allow_code_tools = f.allow_code_tools;
         Ok(c)
     }
 }

@@ -42,6 +42,10 @@ pub struct McpConfig {
     /// Per-tool settings (`description`, `replay`, `requires_approval`), by the tool's method
     /// or server name; see [`ToolOverride`].
     pub tools: BTreeMap<String, ToolOverride>,
+    /// Let in tools that take code to run (named like a code runner, or whose input has a
+    /// string `code` or `script`): left out by default, since code run there escapes the log
+    /// and the approvals, and a Code Mode server wrapped as a connector would run itself.
+    pub allow_code_tools: bool,
 }
 
 impl McpConfig {
@@ -59,6 +63,7 @@ impl McpConfig {
             startup_timeout_ms: DEFAULT_STARTUP_TIMEOUT_MS,
             rename: BTreeMap::new(),
             tools: BTreeMap::new(),
+            allow_code_tools: false,
         }
     }
 }

@@ -29,6 +29,9 @@ pub(crate) struct WireNamespace {
     pub methods: Vec<String>,
     /// Per method: `(names, required)`, when the connector takes positional arguments.
     pub positional: Vec<Option<(Vec<String>, usize)>>,
+    /// Why the connector is unavailable (it failed to start), when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 impl WireNamespace {
@@ -41,6 +44,7 @@ impl WireNamespace {
                 .iter()
                 .map(|p| p.as_ref().map(|p| (p.names.clone(), p.required)))
                 .collect(),
+            unavailable: ns.unavailable.clone(),
         }
     }
 
@@ -53,6 +57,7 @@ impl WireNamespace {
                 .into_iter()
                 .map(|p| p.map(|(names, required)| PositionalParams { names, required }))
                 .collect(),
+            unavailable: self.unavailable,
         }
     }
 }

@@ -65,6 +65,8 @@ pub struct Catalog {
     pub(crate) by_method_name: HashMap<String, Vec<usize>>,
     index: SearchIndex,
     pub(crate) all_types: OnceLock<String>,
+    /// Connectors configured but unavailable (they failed to start), with why.
+    pub(crate) unavailable: Vec<(String, String)>,
 }
 
 impl Catalog {
@@ -138,7 +140,20 @@ impl Catalog {
             by_method_name,
             index,
             all_types: OnceLock::new(),
+            unavailable: Vec::new(),
         })
+    }
+
+    /// The catalogue with these connectors listed as unavailable, each with why (the tool
+    /// description names them, so the model knows they exist and that their calls fail).
+    pub fn with_unavailable(mut self, unavailable: Vec<(String, String)>) -> Catalog {
+        self.unavailable = unavailable;
+        self
+    }
+
+    /// The connectors listed as unavailable, with why.
+    pub fn unavailable(&self) -> &[(String, String)] {
+        &self.unavailable
     }
 
     /// The connectors, in the order given.

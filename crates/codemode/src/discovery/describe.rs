@@ -370,6 +370,10 @@ impl Catalog {
 
     /// The error for a target that names nothing, with the closest paths.
     fn unknown_target(&self, target: &str, snippets: &[Snippet]) -> String {
+        let connector = target.split('.').next().unwrap_or(target);
+        if let Some((name, reason)) = self.unavailable.iter().find(|(n, _)| n == connector) {
+            return format!("connector {name} failed to start: {reason}");
+        }
         let candidates = self
             .connectors
             .iter()

@@ -69,7 +69,7 @@ impl Catalog {
     pub fn tool_description(&self) -> String {
         let mut out = String::from(INTRO);
         out.push_str("\nConnectors (globals):\n");
-        if self.connectors.is_empty() {
+        if self.connectors.is_empty() && self.unavailable.is_empty() {
             out.push_str("- none configured\n");
         }
         for (c, connector) in self.connectors.iter().enumerate() {
@@ -85,6 +85,12 @@ impl Catalog {
                 out.push_str(&clip(hint, MAX_HINT_CHARS));
             }
             out.push('\n');
+        }
+        for (name, reason) in &self.unavailable {
+            out.push_str(&format!(
+                "- {name}: unavailable, it failed to start ({}); every call on it throws\n",
+                clip(reason, MAX_HINT_CHARS)
+            ));
         }
         match self.inline_declarations() {
             Some(types) => {

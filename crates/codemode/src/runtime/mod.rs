@@ -88,6 +88,7 @@ pub struct RuntimeBuilder {
     store: Arc<dyn Store>,
     executor: Arc<dyn Executor>,
     connectors: Vec<Arc<dyn Connector>>,
+    unavailable: Vec<(String, String)>,
     max_executions: usize,
     transform_result: Option<TransformResult>,
     lease: Duration,
@@ -122,6 +123,19 @@ impl RuntimeBuilder {
     /// Adds a shared connector.
     pub fn connector_arc(mut self, connector: Arc<dyn Connector>) -> Self {
         self.connectors.push(connector);
+        self
+    }
+
+    /// Declares a configured connector that is unavailable (it failed to start) and why: the
+    /// code still sees it as a global, whose every call throws `connector NAME failed to
+    /// start: REASON`, and the tool description lists it as unavailable. The reason is shown
+    /// to the model as given, so it must hold no secret.
+    pub fn unavailable_connector(
+        mut self,
+        name: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        self.unavailable.push((name.into(), reason.into()));
         self
     }
 
@@ -194,7 +208,11 @@ impl RuntimeBuilder {
                 "max_snippet_depth is 0, which would refuse every codemode.run; use at least 1 (default 8)".into(),
             ));
         }
-        let registry = Registry::build(self.connectors, self.executor.reserved_globals())?;
+        let registry = Registry::build(
+            self.connectors,
+            self.unavailable,
+            self.executor.reserved_globals(),
+        )?;
         let catalog = sdk::build_catalog(&registry, &self.hints)?;
         let caps = self
             .caps
@@ -304,6 +322,7 @@ impl Runtime {
             store,
             executor,
             connectors: Vec::new(),
+            unavailable: Vec::new(),
             max_executions: DEFAULT_MAX_EXECUTIONS,
             transform_result: None,
             lease: Duration::from_secs(120),

@@ -30,6 +30,9 @@ pub(crate) struct Registry {
     pub names: Vec<String>,
     /// Tools left out (an input schema that does not compile), one sentence each.
     pub warnings: Vec<String>,
+    /// Connectors configured but unavailable (they failed to start), with why: each is still
+    /// a global, whose every call throws saying so.
+    pub unavailable: Vec<(String, String)>,
     /// What the sandbox exposes, worked out once (each pass takes a copy).
     namespaces: Vec<Namespace>,
 }
@@ -56,12 +59,14 @@ impl Registry {
     /// input schema does not compile is left out with a warning.
     pub fn build(
         connectors: Vec<Arc<dyn Connector>>,
+        unavailable: Vec<(String, String)>,
         reserved: &[&str],
     ) -> Result<Registry, RuntimeError> {
         let mut registry = Registry {
             connectors: HashMap::new(),
             names: Vec::new(),
             warnings: Vec::new(),
+            unavailable: Vec::new(),
             namespaces: Vec::new(),
         };
         for connector in connectors {
@@ -97,6 +102,17 @@ impl Registry {
                 },
             );
         }
+        for (name, reason) in unavailable {
+            check_connector_name(&name, reserved)?;
+            let taken = registry.connectors.contains_key(&name)
+                || registry.unavailable.iter().any(|(n, _)| *n == name);
+            if taken {
+                return Err(RuntimeError::InvalidConnector(format!(
+                    "two connectors are named {name:?}; connector names must be unique"
+                )));
+            }
+            registry.unavailable.push((name, reason));
+        }
         registry.namespaces = registry.work_out_namespaces();
         Ok(registry)
     }
@@ -123,8 +139,14 @@ impl Registry {
                     name: name.clone(),
                     methods: c.order.clone(),
                     positional,
+                    unavailable: None,
                 }
             })
+            .chain(self.unavailable.iter().map(|(name, reason)| Namespace {
+                name: name.clone(),
+                unavailable: Some(reason.clone()),
+                ..Namespace::default()
+            }))
             .collect()
     }
 

@@ -30,7 +30,9 @@ pub(crate) fn build_catalog(
             }
         })
         .collect();
-    Catalog::new(infos).map_err(|e| RuntimeError::InvalidConnector(e.to_string()))
+    Catalog::new(infos)
+        .map(|c| c.with_unavailable(registry.unavailable.clone()))
+        .map_err(|e| RuntimeError::InvalidConnector(e.to_string()))
 }
 
 /// Answers `codemode.search`, `codemode.describe` and `codemode.run` from inside a pass.
@@ -73,23 +75,13 @@ pub(super) async fn answer(runtime: &Runtime, call: &HostCall) -> HostReply {
             if let Some(message) = nesting_refusal(&chain, &name, inner.max_snippet_depth) {
                 return HostReply::Throw(message);
             }
-            match run_snippet(runtime, &name, input, &snippets) {
-                HostReply::RunCode { code, input } => {
-                    let mut chain = chain;
-                    chain.push(name);
-                    HostReply::RunCode {
-                        code: carry_chain(&code, &chain),
-                        input,
-                    }
-                }
-                other => other,
-            }
+            run_snippet(runtime, &name, input, &snippets)
         }
     }
 }
 
-/// The snippets running, outermost first, when the code called `codemode.run`: the glue
-/// sends them as `chain` for a call made from inside a snippet.
+/// The snippets running, outermost first, when the code called `codemode.run`: the executor
+/// sends them as `chain`, worked out from where the call was made (never from the code).
 fn caller_chain(args: &Value) -> Vec<String> {
     args.get("chain")
         .and_then(Value::as_array)
@@ -131,59 +123,6 @@ pub(crate) fn nesting_refusal(chain: &[String], name: &str, max_depth: usize) ->
         ));
     }
     None
-}
-
-/// The snippet's code made to carry the chain it runs in: a first statement (on the code's
-/// first line, so line numbers stay) binds `codemode` in the snippet's scope to a copy of the
-/// global whose `run` sends the chain with every call, however it is reached (`codemode.run`,
-/// an alias such as `const r = codemode.run`, a destructured `run`). Only a run reached through
-/// `globalThis.codemode` goes without it. Fenced code (prose around a code block) cannot take
-/// a first statement, so its `codemode.run(` calls are rewritten instead.
-pub(crate) fn carry_chain(code: &str, chain: &[String]) -> String {
-    let names = serde_json::to_string(chain).unwrap_or_else(|_| "[]".into());
-    if code.contains("```") {
-        return rewrite_run_calls(code, &names);
-    }
-    format!(
-        "const codemode = ((g, chain) => Object.freeze(Object.create(g, {{ run: {{ value: \
-         (name, input) => g.run.call(chain, name, input) }} }})))(globalThis.codemode, \
-         Object.freeze({names})); {code}"
-    )
-}
-
-/// `code` with each `codemode.run(` call rewritten to `codemode.run.call(NAMES, `.
-fn rewrite_run_calls(code: &str, names: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut rest = code;
-    while let Some(at) = rest.find("codemode") {
-        let before_ok = rest[..at]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '$' || c == '.'));
-        let after = &rest[at + "codemode".len()..];
-        let tail = after.trim_start();
-        let call = tail
-            .strip_prefix('.')
-            .map(str::trim_start)
-            .and_then(|t| t.strip_prefix("run"))
-            .map(str::trim_start)
-            .filter(|t| t.starts_with('('));
-        match call {
-            Some(open) if before_ok => {
-                out.push_str(&rest[..at]);
-                out.push_str("codemode.run.call(");
-                out.push_str(names);
-                out.push_str(", ");
-                rest = &open[1..];
-            }
-            _ => {
-                out.push_str(&rest[..at + "codemode".len()]);
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 fn run_snippet(
