@@ -97,7 +97,7 @@ async fn search_and_execute_over_stdio() {
                 "@execute const r = await api.request({ method: 'GET', path: '/items' }); return r.map(i => i.name).join(',');",
                 "@execute return await api.request({ method: 'GET', path: '/big' });",
                 "@execute return typeof process === 'undefined' && JSON.stringify(await api.spec()).includes('api-s3cret');",
-                "@search return typeof api.request;",
+                "@search try { await api.request({ method: 'GET', path: '/items' }); return 'requested'; } catch (e) { return e.message; }",
             ])
             .output()
             .expect("run node")
@@ -140,8 +140,12 @@ async fn search_and_execute_over_stdio() {
     assert!(big.len() < 1_000, "{}", big.len());
     assert!(big.contains("truncated") || big.contains("cut"), "{big}");
     assert_eq!(text(4), "false", "{}", v["calls"][4]);
-    // `search` has no request function.
-    assert_eq!(text(5), "undefined", "{}", v["calls"][5]);
+    // `search` has no request function: calling one says so (every name reads as a function).
+    assert!(
+        text(5).contains("api.request is not a method of connector api"),
+        "{}",
+        v["calls"][5]
+    );
     eprintln!(
         "truncated output ends: {}",
         &big[big.len().saturating_sub(120)..]
