@@ -91,16 +91,9 @@ impl Settings {
         let mut config = config;
         for v in &args.mcp {
             let (name, cmd) = split_flag("mcp", v)?;
-            // Split as a POSIX shell would, so quoted arguments keep their spaces.
-            let words = shell_words::split(cmd).with_context(|| {
-                format!(
-                    "--mcp {name}={cmd}: the command is not valid shell words (close every quote)"
-                )
-            })?;
-            let Some((program, args)) = words.split_first() else {
-                anyhow::bail!("--mcp {name}=: give the command that starts the server after '='");
-            };
-            config.add_mcp(McpConfig::new(name, McpTransport::stdio(program, args)));
+            let transport = McpTransport::stdio_command_line(cmd)
+                .with_context(|| format!("--mcp {name}={cmd}"))?;
+            config.add_mcp(McpConfig::new(name, transport));
         }
         for v in &args.mcp_url {
             let (name, url) = split_flag("mcp-url", v)?;

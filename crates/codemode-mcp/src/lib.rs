@@ -22,7 +22,9 @@ mod session;
 mod tools;
 
 pub use children::{server_process_groups, stop_all_servers};
-pub use config::{McpConfig, McpTransport, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
+pub use config::{
+    CommandLineError, McpConfig, McpTransport, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS,
+};
 pub use connector::{ClientOptions, McpConnector};
 pub use env::{EnvValue, INHERITED_ENV};
 pub use error::{Cause, ConnectError};

@@ -114,6 +114,16 @@ impl McpTransport {
         }
     }
 
+    /// A stdio transport for a command line, split into words as a POSIX shell would (so
+    /// quoted arguments keep their spaces).
+    pub fn stdio_command_line(line: &str) -> Result<Self, CommandLineError> {
+        let words = shell_words::split(line).map_err(|_| CommandLineError::UnclosedQuote)?;
+        match words.split_first() {
+            Some((program, args)) => Ok(McpTransport::stdio(program, args)),
+            None => Err(CommandLineError::Empty),
+        }
+    }
+
     /// A Streamable HTTP transport for `url`.
     pub fn http(url: impl Into<String>) -> Self {
         McpTransport::Http {
@@ -136,5 +146,46 @@ impl McpTransport {
             }
             McpTransport::Http { url, .. } => url.clone(),
         }
+    }
+}
+
+/// Why a command line is not a command.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CommandLineError {
+    /// A quote is opened and never closed.
+    #[error("the command is not valid shell words (close every quote)")]
+    UnclosedQuote,
+    /// There is no word at all.
+    #[error("give the command that starts the server")]
+    Empty,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Result<(String, Vec<String>), CommandLineError> {
+        match McpTransport::stdio_command_line(line)? {
+            McpTransport::Stdio { command, args, .. } => Ok((command, args)),
+            McpTransport::Http { .. } => unreachable!("a command line is stdio"),
+        }
+    }
+
+    #[test]
+    fn a_command_line_splits_as_a_shell_would() {
+        let own = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            words("npx -y srv").unwrap(),
+            ("npx".into(), own(&["-y", "srv"]))
+        );
+        assert_eq!(
+            words(r#"node "/a folder/s.js" --name 'x y' a\ b"#).unwrap(),
+            (
+                "node".into(),
+                own(&["/a folder/s.js", "--name", "x y", "a b"])
+            )
+        );
+        assert_eq!(words("node 'open"), Err(CommandLineError::UnclosedQuote));
+        assert_eq!(words("   "), Err(CommandLineError::Empty));
     }
 }
