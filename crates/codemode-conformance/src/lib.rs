@@ -3,7 +3,7 @@
 //! A scenario file (TOML, under `scenarios/`) is code plus a scripted sequence of
 //! operations (call, approve, reject, rollback, expire, prune, delete, save and run
 //! snippets) with the outcome each must have, and the log states and connector-side
-//! effects expected at the end. [`run_scenario`] runs one against any [`Store`], with the
+//! effects expected at the end. [`run_scenario`] runs one against any [`Store`](codemode::Store), with the
 //! real QuickJS sandbox, so the same suite holds every store to the same semantics.
 //! [`store_contract`] holds every store to the `Store` trait's own contract, method by
 //! method.

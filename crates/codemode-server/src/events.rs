@@ -222,7 +222,7 @@ impl EventLog {
         })
     }
 
-    /// The stream of events `filter` wants after `after` (`None`: see [`Self::start_of`]),
+    /// The stream of events `filter` wants after `after` (`None`: see `start_of`),
     /// holding `place` while it is open.
     pub fn stream(
         self: &Arc<Self>,

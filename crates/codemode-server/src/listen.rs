@@ -4,14 +4,14 @@
 //! - A connection with no request in flight is *idle*; one idle for `idle_timeout` is closed
 //!   (hyper's `header_timeout` also bounds how long a request's headers may take).
 //! - When `max_connections` are open, a new connection makes room by closing the one idle
-//!   longest ([`slots`]), so idle sockets can never keep a client out; only when every open
+//!   longest (`slots`), so idle sockets can never keep a client out; only when every open
 //!   connection has a request in flight is the new one refused (a JSON 503, `Retry-After`).
 //! - Past `max_connections`, `reserve` more connections are accepted for short requests
 //!   only: a stream (an event stream, `GET /mcp`) asked for on one is refused with 503, so
 //!   `/healthz`, listings and approvals are still served when streams fill the rest.
 //! - Past those, up to 4,096 more connections are served one request each: `/healthz` is
 //!   answered, anything else gets a JSON 503 with `Retry-After`.
-//! - A client that takes nothing the server writes for `header_timeout` is closed ([`stall`]).
+//! - A client that takes nothing the server writes for `header_timeout` is closed (`stall`).
 
 mod slots;
 mod stall;
