@@ -7,7 +7,6 @@ use crate::codec;
 use crate::error::Ctx;
 use codemode::{Execution, StoreError};
 use deadpool_postgres::Client;
-use std::collections::HashSet;
 
 /// A statement (for a common table expression) copying into the archive the audit records
 /// of the executions of `$1` that `removed` (a CTE returning `id`) names. It reads them in
@@ -83,22 +82,4 @@ pub(crate) async fn window(
         .await
         .ctx(loc, "reading archived audit records")?;
     rows.iter().map(codec::execution).collect()
-}
-
-/// Live executions and archived records merged oldest first (live first on equal creation
-/// times), each id once (the live one), at most `limit`.
-pub(crate) fn merge(
-    live: Vec<Execution>,
-    archived: Vec<Execution>,
-    limit: usize,
-) -> Vec<Execution> {
-    if archived.is_empty() {
-        return live;
-    }
-    let ids: HashSet<String> = live.iter().map(|e| e.id.clone()).collect();
-    let mut all = live;
-    all.extend(archived.into_iter().filter(|e| !ids.contains(&e.id)));
-    all.sort_by_key(|e| e.created_at);
-    all.truncate(limit);
-    all
 }

@@ -116,7 +116,7 @@ pub(crate) async fn audit(
         .collect::<Result<Vec<_>, _>>()?;
     // Read after the live ones: an execution removed in between is then in the archive.
     let archived = crate::archive::window(client, loc, runtime, since_ms, until_ms, limit).await?;
-    Ok(crate::archive::merge(
+    Ok(codemode::store::merge_audit_records(
         live,
         archived,
         usize::try_from(limit).unwrap_or(usize::MAX),

@@ -118,21 +118,3 @@ pub(crate) fn window(
         })
         .collect()
 }
-
-/// Live executions and archived records merged oldest first (live first on equal creation
-/// times), each id once (the live one), at most `limit`.
-pub(crate) fn merge(
-    live: Vec<Execution>,
-    archived: Vec<Execution>,
-    limit: usize,
-) -> Vec<Execution> {
-    if archived.is_empty() {
-        return live;
-    }
-    let ids: std::collections::HashSet<String> = live.iter().map(|e| e.id.clone()).collect();
-    let mut all = live;
-    all.extend(archived.into_iter().filter(|e| !ids.contains(&e.id)));
-    all.sort_by_key(|e| e.created_at);
-    all.truncate(limit);
-    all
-}

@@ -197,7 +197,7 @@ pub(crate) fn audit(
         .zip(logs)
         .map(|(raw, log)| raw.decode(log))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(crate::archive::merge(
+    Ok(codemode::store::merge_audit_records(
         live,
         archived,
         usize::try_from(limit).unwrap_or(usize::MAX),

@@ -94,6 +94,25 @@ pub struct Transition {
     pub decision: Option<Decision>,
 }
 
+/// An audit window's live executions and archived records merged oldest first (live first on
+/// equal creation times), each id once (the live one), at most `limit`: what every store's
+/// `audit` answers.
+pub fn merge_audit_records(
+    live: Vec<Execution>,
+    archived: Vec<Execution>,
+    limit: usize,
+) -> Vec<Execution> {
+    if archived.is_empty() {
+        return live;
+    }
+    let ids: std::collections::HashSet<String> = live.iter().map(|e| e.id.clone()).collect();
+    let mut all = live;
+    all.extend(archived.into_iter().filter(|e| !ids.contains(&e.id)));
+    all.sort_by_key(|e| e.created_at);
+    all.truncate(limit);
+    all
+}
+
 /// Refuses a status change outside the core's transition table (a caller bug): stores call
 /// it before writing one, so an illegal change is never written.
 pub fn check_transition(from: ExecutionStatus, to: ExecutionStatus) -> Result<(), StoreError> {
