@@ -41,7 +41,7 @@ fn mailer(sent: Arc<AtomicUsize>) -> RustConnector {
 async fn connect_or_skip(url: &str) -> Result<Option<PostgresStore>, Box<dyn Error>> {
     match PostgresStore::connect(url).await {
         Ok(store) => Ok(Some(store)),
-        Err(e) if std::env::var_os("CI").is_some() => {
+        Err(e) if codemode_testkit::required() => {
             Err(format!("CI is set and PostgreSQL is not usable: {e}").into())
         }
         Err(e) => {
@@ -144,7 +144,7 @@ mod tests {
     async fn no_server_is_a_skip_without_ci_and_an_error_with_it() {
         // Nothing listens on port 1; the answer depends only on whether CI is set.
         let result = connect_or_skip("postgres://postgres@127.0.0.1:1/postgres").await;
-        if std::env::var_os("CI").is_some() {
+        if codemode_testkit::required() {
             assert!(result.is_err());
         } else {
             assert!(matches!(result, Ok(None)));

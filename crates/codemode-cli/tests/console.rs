@@ -12,30 +12,26 @@ use std::process::Command;
 const CHROMIUM: &str = "/usr/bin/chromium";
 
 fn missing(what: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!(
-            "{what}: .ci/run must install it (apt-get install -y chromium; npm ci in fixtures/)"
-        );
-    }
-    eprintln!(
-        "SKIPPED console browser tests: {what} (install chromium and run npm ci in fixtures/)"
-    );
+    codemode_testkit::missing(
+        what,
+        ".ci/run installs it: apt-get install -y chromium; npm ci in fixtures/",
+    )
 }
 
 #[test]
 fn console_in_headless_chromium() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     if !Path::new(CHROMIUM).exists() {
-        return missing(&format!("{CHROMIUM} is missing"));
+        return missing(CHROMIUM);
     }
     if !fixtures
         .join("node_modules/playwright-core/package.json")
         .exists()
     {
-        return missing("fixtures/node_modules/playwright-core is missing");
+        return missing("fixtures/node_modules/playwright-core");
     }
     if Command::new("node").arg("--version").output().is_err() {
-        return missing("node is missing");
+        return missing("node");
     }
     let shots: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()

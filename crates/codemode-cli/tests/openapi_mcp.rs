@@ -161,7 +161,7 @@ async fn github_scale_search_and_execute_with_default_limits() {
     let Some(fx) = common::fixtures() else { return };
     let github = fx.join("node_modules/@octokit/openapi/generated/api.github.com.json");
     if !github.exists() {
-        common::missing(&github.display().to_string());
+        codemode_testkit::missing(&github.display().to_string(), "run `npm ci` in fixtures/");
         return;
     }
     let app = Router::new().route(

@@ -185,3 +185,53 @@ fn the_checker_refuses_what_the_binary_refuses() {
         ["codemode", "pending"]
     );
 }
+
+/// Every README with a Rust block is compiled by rustdoc: some crate's `lib.rs` includes it as
+/// a doc comment under `#[cfg(doctest)]`, so `cargo test` compiles (and, unless `no_run`, runs)
+/// each block. Rustdoc reads an unlabelled fence as Rust, so every fence names its language.
+#[test]
+fn every_rust_block_of_every_readme_is_a_doctest() {
+    let mut includers = vec![root().join("examples/lib.rs")];
+    for dir in std::fs::read_dir(root().join("crates")).unwrap() {
+        includers.push(dir.unwrap().path().join("src/lib.rs"));
+    }
+    let included: Vec<PathBuf> = includers
+        .iter()
+        .filter_map(|lib| {
+            let text = std::fs::read_to_string(lib).ok()?;
+            Some(
+                text.split("#[doc = include_str!(\"")
+                    .skip(1)
+                    .filter_map(|rest| rest.split_once("\")]"))
+                    .map(|(path, _)| lib.parent().unwrap().join(path))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .flatten()
+        .map(|p| p.canonicalize().unwrap())
+        .collect();
+    let mut rust_blocks = 0;
+    for file in readmes() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let blocks = blocks(&text);
+        for (lang, line, _) in &blocks {
+            assert!(
+                !lang.is_empty(),
+                "{}:{}: a fence without a language is compiled as Rust by rustdoc; name it (```text)",
+                file.display(),
+                line - 1
+            );
+        }
+        let rust = blocks.iter().filter(|(lang, _, _)| lang.starts_with("rust")).count();
+        if rust > 0 {
+            rust_blocks += rust;
+            assert!(
+                included.contains(&file.canonicalize().unwrap()),
+                "{} has Rust blocks that no crate compiles: include it in a lib.rs with \
+                 #[cfg(doctest)] #[doc = include_str!(\"../README.md\")]",
+                file.display()
+            );
+        }
+    }
+    assert!(rust_blocks >= 6, "only {rust_blocks} Rust blocks found");
+}

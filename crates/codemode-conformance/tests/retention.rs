@@ -113,8 +113,7 @@ async fn an_approval_free_write_outlives_later_runs_on_postgres() {
         .await
         .unwrap()
     else {
-        assert!(std::env::var_os("CI").is_none(), "CI needs PostgreSQL");
-        return;
+        return; // `for_tests` failed under CI, or said it skipped.
     };
     let store = PostgresStore::connect(db.url()).await.unwrap();
     an_approval_free_write_outlives_later_runs(Arc::new(store.clone())).await;
@@ -134,8 +133,7 @@ async fn an_approved_write_outlives_1000_trivial_runs_on_postgres() {
         .await
         .unwrap()
     else {
-        assert!(std::env::var_os("CI").is_none(), "CI needs PostgreSQL");
-        return;
+        return; // `for_tests` failed under CI, or said it skipped.
     };
     let store = PostgresStore::connect(db.url()).await.unwrap();
     an_approved_write_outlives_1000_trivial_runs(Arc::new(store.clone())).await;

@@ -3,6 +3,11 @@
 //! PostgreSQL see the same tasks and a restart loses nothing.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+/// The README's Rust blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 use codemode::{CallContext, RustConnector, RustTool, ToolError};
 use codemode_sqlite::SqliteStore;
 use rusqlite::{params, Connection, OptionalExtension};

@@ -11,6 +11,11 @@
 //! out or renamed with a warning ([`McpConnector::warnings`]) instead of failing the connector.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+/// The README's Rust blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod children;
 mod config;
 mod connector;

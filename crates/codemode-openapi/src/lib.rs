@@ -7,6 +7,11 @@
 //! operation, and the low-level `request`, needs approval unless the configuration says not.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+/// The README's Rust blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod auth;
 mod config;
 mod connector;

@@ -13,6 +13,11 @@
 //! an execution with its whole log (entries aggregated into arrays) each cost one round trip.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+/// The README's Rust blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod archive;
 mod codec;
 mod commit;

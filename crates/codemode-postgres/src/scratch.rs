@@ -3,7 +3,6 @@
 use crate::connect::redact;
 use crate::error::describe;
 use codemode::StoreError;
-use std::io::Write;
 use tokio_postgres::NoTls;
 
 /// The server the tests use unless `CODEMODE_TEST_POSTGRES_URL` names another.
@@ -48,16 +47,14 @@ impl ScratchDatabase {
             .unwrap_or_else(|_| DEFAULT_TEST_URL.to_string());
         match Self::create(&url).await {
             Ok(db) => Ok(Some(db)),
-            Err(e) if std::env::var_os("CI").is_some() => Err(StoreError::Backend(format!(
+            Err(e) if codemode_testkit::required() => Err(StoreError::Backend(format!(
                 "CI is set and the PostgreSQL test server is not usable: {e}"
             ))),
             Err(e) => {
-                // Written to the stderr handle itself: the test harness captures `eprintln!`.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "\n*** SKIPPED {test}: no PostgreSQL test server ({e}). Start one with \
-                     `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start` \
-                     or set CODEMODE_TEST_POSTGRES_URL. ***\n"
+                codemode_testkit::missing(
+                    &format!("a PostgreSQL test server for {test} ({e})"),
+                    "start one with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) \
+                     main start`, or set CODEMODE_TEST_POSTGRES_URL",
                 );
                 Ok(None)
             }

@@ -357,6 +357,8 @@ unsafe impl Allocator for ArenaAllocator {
         // SAFETY: growing a block of `old_layout` to a larger size; on success the old block
         // is moved or extended, and its header rewritten.
         match unsafe { self.talc().grow(block, old_layout, new_layout.size()) } {
+            // SAFETY: `moved` is the grown block, at least `HEADER + new_size` bytes and aligned
+            // for `usize`; the header is rewritten before the caller sees the block.
             Ok(moved) => unsafe {
                 moved.as_ptr().cast::<usize>().write(new_size);
                 self.gauge.add(new_size - old);

@@ -8,6 +8,11 @@
 //! [`values`]). See the crate README for the limits.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+/// The README's Rust blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 #[allow(unsafe_code)]
 mod arena;
 mod caller;

@@ -1,7 +1,7 @@
 //! Discovery over the 1,223 GitHub REST operations: index build, search and describe latency,
 //! and the size of the tool description against listing every tool schema classically.
 //!
-//! Run with `cargo bench -p codemode --bench discovery` after `npm ci` in `fixtures/`.
+//! Run with `cargo bench -p codemode-core --bench discovery` after `npm ci` in `fixtures/`.
 
 #[path = "../tests/support/github.rs"]
 mod github;

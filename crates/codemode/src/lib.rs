@@ -13,6 +13,11 @@
 //! Runnable programs that use the library are in `examples/` at the workspace root.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+/// The README's Rust blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub mod clock;
 pub mod code_tool;
 pub mod connector;

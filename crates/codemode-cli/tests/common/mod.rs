@@ -309,24 +309,14 @@ impl KeepAlive {
     }
 }
 
-/// Says that a test cannot run because `what` is missing: a failure when `CI` is set (CI
-/// installs everything the tests need), else a loud notice, and the test returns.
-pub fn missing(what: &str) {
-    let message = format!("{what} is missing");
-    assert!(std::env::var_os("CI").is_none(), "CI is set and {message}");
-    eprintln!("\n!!!!!!!!!! SKIPPED: {message} !!!!!!!!!!\n");
-}
-
 /// The npm fixtures folder (`fixtures/`, with the MCP SDK and the real servers installed by
-/// `npm ci`) when it and `node` are there; else [`missing`] and `None`.
+/// `npm ci`) when it and `node` are there; else a skip (a failure under `CI`) and `None`.
 pub fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-    let sdk = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
+    codemode_testkit::npm_fixtures()?;
     let node = Command::new("node").arg("--version").output().is_ok();
-    if sdk.exists() && node {
-        Some(dir)
-    } else {
-        missing("node or fixtures/node_modules (run npm ci in fixtures/)");
-        None
-    }
+    codemode_testkit::require(
+        node.then(codemode_testkit::fixtures_dir),
+        "node",
+        "install Node.js 20 or later",
+    )
 }

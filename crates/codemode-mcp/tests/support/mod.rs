@@ -49,14 +49,5 @@ pub async fn gone_within(pid: u32, limit: Duration) -> bool {
 
 /// `mcp-server-everything` from the fixtures, or `None` (after saying so) when not installed.
 pub fn everything() -> Option<String> {
-    let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/node_modules/.bin/mcp-server-everything");
-    if bin.exists() {
-        return Some(bin.to_string_lossy().into_owned());
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("test fixtures are missing: run npm ci in fixtures/");
-    }
-    eprintln!("SKIPPED: mcp-server-everything is missing (run npm ci in fixtures/)");
-    None
+    codemode_testkit::npm_bin("mcp-server-everything").map(|b| b.to_string_lossy().into_owned())
 }

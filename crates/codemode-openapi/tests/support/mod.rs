@@ -186,13 +186,11 @@ pub fn spec_for(base: &str) -> Value {
 
 /// The fixtures' `node_modules`, or `None` (after saying so) when they are not installed.
 pub fn fixtures() -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/node_modules");
-    if dir.join("@octokit/openapi").is_dir() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("test fixtures are missing: run npm ci in fixtures/");
-    }
-    eprintln!("SKIPPED: test fixtures are missing (run npm ci in fixtures/)");
-    None
+    let dir = codemode_testkit::npm_fixtures()?;
+    let octokit = dir.join("@octokit/openapi").is_dir().then_some(dir);
+    codemode_testkit::require(
+        octokit,
+        "fixtures/node_modules/@octokit/openapi",
+        "run `npm ci` in fixtures/",
+    )
 }
