@@ -222,7 +222,10 @@ fn every_rust_block_of_every_readme_is_a_doctest() {
                 line - 1
             );
         }
-        let rust = blocks.iter().filter(|(lang, _, _)| lang.starts_with("rust")).count();
+        let rust = blocks
+            .iter()
+            .filter(|(lang, _, _)| lang.starts_with("rust"))
+            .count();
         if rust > 0 {
             rust_blocks += rust;
             assert!(
