@@ -6,7 +6,8 @@
 //! effects expected at the end. [`run_scenario`] runs one against any [`Store`](codemode::Store), with the
 //! real QuickJS sandbox, so the same suite holds every store to the same semantics.
 //! [`store_contract`] holds every store to the `Store` trait's own contract, method by
-//! method.
+//! method. [`upgrade`] resumes executions an earlier release recorded (the fixtures under
+//! `fixtures/upgrade/`) and checks they come out as that release said.
 
 pub mod journal;
 pub mod parallel;
@@ -15,6 +16,7 @@ pub mod probe;
 pub mod races;
 pub mod scenario;
 pub mod store_contract;
+pub mod upgrade;
 
 pub use probe::{Probe, ProbeRecord};
 pub use scenario::{load_scenarios, run_all, run_scenario, Scenario};
