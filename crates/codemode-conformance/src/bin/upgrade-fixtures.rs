@@ -15,7 +15,7 @@ use codemode_conformance::probe::Probe;
 use codemode_conformance::upgrade::{
     clean_dump, differences, exercise, fixture_dir_name, fixture_runtime, fixtures_root, load_dump,
     plan, record, record_interrupted, Expected, SchemaVersions, EXPECTED_FILE, INTERRUPTED_ID,
-    INTERRUPTED_STATES, POSTGRES_FILE, SQLITE_FILE,
+    INTERRUPTED_STATES, POSTGRES_FILE, RUNTIME_NAME, SQLITE_FILE,
 };
 use codemode_postgres::{PostgresStore, ScratchDatabase};
 use codemode_sqlite::SqliteStore;
@@ -170,7 +170,7 @@ async fn record_into(db: &str, tmp: &Path) -> Result<(), String> {
     }
     let store = open(db).await?;
     let run = store
-        .execution("default", INTERRUPTED_ID)
+        .execution(RUNTIME_NAME, INTERRUPTED_ID)
         .await
         .map_err(|e| e.to_string())?
         .ok_or(format!("the dead node left no {INTERRUPTED_ID}"))?;
