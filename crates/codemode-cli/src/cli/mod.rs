@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use codemode::{Outcome, SaveSnippet};
 use codemode_server::audit::{self, AuditRange};
-use codemode_server::text as output;
+use crate::output;
 use codemode_server::{Client, Control};
 use serde_json::{json, Value};
 use std::io::Read;
