@@ -90,7 +90,12 @@ mod tests {
     }
 
     fn refused(peer: Option<&str>, header: Option<(&str, &str)>) -> Option<String> {
-        refusal(Access::LoopbackOnly, false, &from(peer, header, "/api/pending")).map(|e| e.1)
+        refusal(
+            Access::LoopbackOnly,
+            false,
+            &from(peer, header, "/api/pending"),
+        )
+        .map(|e| e.1)
     }
 
     #[test]
@@ -100,11 +105,17 @@ mod tests {
         assert_eq!(refused(Some("[::1]:5000"), None), None);
         assert_eq!(refused(Some("[::ffff:127.0.0.1]:5000"), None), None);
         let far = refused(Some("10.1.2.3:5000"), None).unwrap();
-        assert!(far.contains("10.1.2.3") && far.contains("host_authenticated"), "{far}");
+        assert!(
+            far.contains("10.1.2.3") && far.contains("host_authenticated"),
+            "{far}"
+        );
         assert!(refused(Some("[::ffff:10.1.2.3]:5000"), None).is_some());
         assert!(refused(Some("[2001:db8::1]:5000"), None).is_some());
         let unknown = refused(None, None).unwrap();
-        assert!(unknown.contains("into_make_service_with_connect_info"), "{unknown}");
+        assert!(
+            unknown.contains("into_make_service_with_connect_info"),
+            "{unknown}"
+        );
         let relayed = refused(Some("127.0.0.1:5000"), Some(("X-Forwarded-For", "1.2.3.4")));
         assert!(relayed.unwrap().contains("x-forwarded-for"));
     }
