@@ -1,6 +1,7 @@
 //! Turns the configuration and the command-line flags into a [`Runtime`].
 
 use crate::config::{self, StoreUrl};
+pub use crate::output::shell_word as quote;
 use anyhow::{Context, Result};
 use codemode::{Executor, Runtime, Store};
 use codemode_demo as demo;
@@ -10,7 +11,6 @@ use codemode_quickjs::{
     ProcessExecutor, ProcessOptions, QuickJsExecutor, QuickJsOptions, WorkerCommand,
 };
 use codemode_server::config::{Config, Isolation, DEFAULT_LISTEN, DEFAULT_STORE};
-pub use codemode_server::text::shell_word as quote;
 use codemode_sqlite::SqliteStore;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -184,8 +184,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
         }
         StoreUrl::Postgres(url) => {
             let shown = codemode_postgres::redact(url);
-            let progress =
-                codemode_server::progress::Progress::start(&format!("connecting to {shown}"));
+            let progress = crate::progress::Progress::start(&format!("connecting to {shown}"));
             let store = codemode_postgres::PostgresStore::connect(url)
                 .await
                 .with_context(|| format!("cannot open the store {shown}"))?
@@ -264,8 +263,7 @@ pub async fn build(settings: &Settings) -> Result<App> {
     }
     let (mut failed, mut warnings) = (Vec::new(), Vec::new());
     for (name, connector) in &settings.config.connectors {
-        let progress =
-            codemode_server::progress::Progress::start(&format!("starting connector {name}"));
+        let progress = crate::progress::Progress::start(&format!("starting connector {name}"));
         let started = codemode_server::start_connector_warned(connector).await;
         progress.done();
         match started {

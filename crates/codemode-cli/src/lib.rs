@@ -10,4 +10,6 @@ pub mod app;
 pub mod cli;
 pub mod config;
 mod openapi_cmd;
+mod output;
+mod progress;
 mod serve;

@@ -29,7 +29,7 @@ pub struct OpenApiArgs {
 pub async fn run(common: &CommonArgs, args: &OpenApiArgs) -> Result<()> {
     let mut settings = Settings::load(common)?;
     settings.demo = false;
-    let progress = codemode_server::progress::Progress::start(&format!("loading {}", args.spec));
+    let progress = crate::progress::Progress::start(&format!("loading {}", args.spec));
     let mut config = OpenApiConfig::new(args.name.clone(), args.spec.clone());
     config.base_url = args.base_url.clone();
     config.expose_spec = true;

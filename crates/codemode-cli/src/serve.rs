@@ -78,65 +78,52 @@ async fn serve_with(
         max_tokens: settings.config.limits.max_result_tokens,
     };
     let me = app::self_command();
-    let again = format!("{me} {}{flags}", app.store_flag);
     let runtime = Arc::new(app.runtime);
     codemode_server::recover::resume_interrupted(runtime.clone(), |l| eprintln!("codemode: {l}"));
+    let mut options = ServerOptions {
+        failed_connectors: app.failed,
+        connector_warnings: app.warnings,
+        approve_hint: format!("{me} {}{flags}", app.store_flag),
+        elicitation: elicitation.unwrap_or(true),
+        wait,
+        tool: settings.config.tool.options(),
+        workspace: app.workspace,
+        result_budget,
+        ..ServerOptions::default()
+    };
     if args.stdio {
-        let options = ServerOptions {
-            failed_connectors: app.failed,
-            connector_warnings: app.warnings,
-            approve_hint: again,
-            elicitation: elicitation.unwrap_or(true),
-            wait,
-            tool: settings.config.tool.options(),
-            workspace: app.workspace.clone(),
-            result_budget,
-            ..ServerOptions::default()
-        };
         tracing::info!(store = %app.store_label, "serving MCP over stdio");
         return Ok(codemode_server::serve_stdio(runtime, options).await?);
     }
     let tokens = Tokens::resolve(token_field, &auth.tokens, |v| std::env::var(v).ok())?;
     let addr = settings.listen(args.listen.as_deref())?;
-    let loopback = app::is_loopback(&addr);
-    if !loopback && tokens.is_empty() {
+    // The library refuses such clients too (a router without tokens serves loopback only);
+    // refusing here says so before anything listens.
+    if !app::is_loopback(&addr) && tokens.is_empty() {
         bail!("listening on {addr} (not loopback) requires a bearer token: set one in an environment variable and pass --token-env VAR (or auth.token_env, or [auth.tokens.NAME] in the config)");
     }
     let listener = codemode_server::listen::bind(addr)
         .with_context(|| format!("cannot listen on {addr} (is another codemode serve running there? pick another with --listen)"))?;
     let local = listener.local_addr()?;
     let base = format!("http://{local}");
-    let (failed, warnings) = (app.failed.clone(), app.warnings.clone());
     let token_flag = token_field.map_or(String::new(), |(_, var)| format!(" --token-env {var}"));
     let remote = format!("{me} --server {base}{token_flag}");
     let shutdown = CancellationToken::new();
     let limits = &settings.config.limits;
-    let options = ServerOptions {
-        max_body_bytes: limits
-            .max_body_bytes
-            .unwrap_or(codemode_server::DEFAULT_MAX_BODY_BYTES),
-        loopback,
-        elicitation: elicitation.unwrap_or(!tokens.has_named()),
-        wait,
-        tokens,
-        listen: Some(local),
-        allowed_hosts: auth.allowed_hosts.clone(),
-        approve_hint: remote.clone(),
-        failed_connectors: app.failed,
-        connector_warnings: app.warnings,
-        shutdown: shutdown.clone(),
-        tool: settings.config.tool.options(),
-        workspace: app.workspace.clone(),
-        result_budget,
-        admission: AdmissionOptions {
-            max_running: limits.max_running.unwrap_or(DEFAULT_MAX_RUNNING),
-            max_queued: limits.max_queued.unwrap_or(DEFAULT_MAX_QUEUED),
-        },
-        streams: limits.stream_limits(),
+    options.max_body_bytes = limits
+        .max_body_bytes
+        .unwrap_or(codemode_server::DEFAULT_MAX_BODY_BYTES);
+    options.elicitation = elicitation.unwrap_or(!tokens.has_named());
+    options.tokens = tokens;
+    options.listen = Some(local);
+    options.allowed_hosts = auth.allowed_hosts.clone();
+    options.approve_hint = remote.clone();
+    options.shutdown = shutdown.clone();
+    options.admission = AdmissionOptions {
+        max_running: limits.max_running.unwrap_or(DEFAULT_MAX_RUNNING),
+        max_queued: limits.max_queued.unwrap_or(DEFAULT_MAX_QUEUED),
     };
-    let listen_options = limits.listen_options();
-    let example = codemode_server::text::example_code(&runtime);
-    let router = codemode_server::router(runtime.clone(), options);
+    options.streams = limits.stream_limits();
     eprintln!("codemode serving on {base}");
     eprintln!("  web console:           {base}/");
     eprintln!("  MCP (Streamable HTTP): {base}/mcp");
@@ -150,15 +137,18 @@ async fn serve_with(
         "  connectors:            {}",
         runtime.connector_names().join(", ")
     );
-    for (name, error) in failed.iter() {
+    for (name, error) in &options.failed_connectors {
         eprintln!("  connector {name} FAILED: {error}");
     }
-    for (name, warning) in warnings.iter() {
+    for (name, warning) in &options.connector_warnings {
         eprintln!("  connector {name} warning: {warning}");
     }
     eprintln!("try:");
+    let example = crate::output::example_code(&runtime);
     eprintln!("  {remote} run -e {}", app::quote(&example));
     eprintln!("  {remote} pending");
+    let router = codemode_server::router(runtime, options);
+    let listen_options = limits.listen_options();
     codemode_server::listen::serve(listener, router, listen_options, shutdown_signal(shutdown))
         .await;
     Ok(())

@@ -1,10 +1,13 @@
 //! The binary stays wiring: its non-test Rust lines stay below a budget; the fronts live in
-//! `codemode-server`, the connectors in their own crates.
+//! `codemode-server`, the connectors in their own crates. What only a terminal uses lives here
+//! too, so a host mounting the server library does not carry it.
 
 use std::path::{Path, PathBuf};
 
-/// The budget of the binary crate's non-test lines.
-const BUDGET: usize = 1_200;
+/// The budget of the binary crate's non-test lines: 1,200 for the wiring, plus the 429
+/// non-test lines of the terminal's own modules that moved here from `codemode-server`
+/// (`output.rs`, 348: what the terminal prints; `progress.rs`, 81: the start-up spinner).
+const BUDGET: usize = 1_629;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -25,7 +28,7 @@ fn non_test_lines(text: &str) -> usize {
 }
 
 #[test]
-fn the_binary_crate_has_fewer_than_1200_non_test_lines() {
+fn the_binary_crate_stays_under_its_line_budget() {
     let mut files = Vec::new();
     rust_files(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),

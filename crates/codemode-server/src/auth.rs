@@ -1,14 +1,18 @@
 //! Who is calling, and what they may do: named bearer tokens with roles, checked in front of
 //! the API and `/mcp`. Repeated wrong tokens from one peer are refused with 429 for a while;
-//! a right token is always admitted, whatever its peer guessed before.
+//! a right token is always admitted, whatever its peer guessed before. With no token, only
+//! loopback clients are served unless the host opts out ([`Access`]).
 //!
 //! Token values are kept only as SHA-256 digests and compared in constant time with the
 //! `subtle` crate: every configured digest is compared on every request, so a wrong token
 //! costs the same as a right one, and the value's length leaks nothing.
 
 mod limit;
+mod peer;
 mod roles;
 
+pub(crate) use peer::refusal as peer_refusal;
+pub use peer::Access;
 pub use roles::{need_for, Need, Principal, Role};
 
 use crate::reply::ApiError;
@@ -145,13 +149,15 @@ impl Tokens {
     }
 }
 
-/// Finds who calls (the `local` admin when no token is configured), refuses a missing or wrong
+/// Finds who calls (with no token configured: the [`Principal`] the host's own middleware put in
+/// the request's extensions, else the `local` admin), refuses a missing or wrong
 /// token (401, or 429 once the peer guessed wrong too often), and a role without the route's
 /// right (403). A right token is always checked and admitted: only wrong guesses are limited,
 /// so nobody's guesses (not even the same address's) lock the token's holder out.
 pub async fn require_token(State(tokens): State<Tokens>, mut req: Request, next: Next) -> Response {
     let principal = if tokens.is_empty() {
-        Principal::local()
+        let host_said = req.extensions().get::<Principal>().cloned();
+        host_said.unwrap_or_else(Principal::local)
     } else {
         let given = req
             .headers()

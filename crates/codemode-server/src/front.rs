@@ -1,5 +1,6 @@
-//! What every request passes first, in one middleware: its trace span, the cross-site and
-//! host checks ([`crate::guard`]), and JSON for the errors routes leave as text
+//! What every request passes first, in one middleware: its trace span, the loopback rule of a
+//! server without tokens ([`crate::auth::Access`]), the cross-site and host checks
+//! ([`crate::guard`]), and JSON for the errors routes leave as text
 //! ([`crate::reply::json_errors`]). One layer instead of three: each `from_fn` layer boxes
 //! the request's future and clones the service under it.
 
@@ -9,10 +10,11 @@ use axum::response::{IntoResponse, Response};
 use tracing::Instrument;
 
 use crate::state::SharedState;
-use crate::{guard, reply, telemetry};
+use crate::{auth, guard, reply, telemetry};
 
-/// Middleware: runs the request in its span (while telemetry is on), refuses what
-/// [`guard::refusal`] refuses, and answers errors in JSON.
+/// Middleware: runs the request in its span (while telemetry is on), refuses a peer the
+/// server does not serve without a token, refuses what [`guard::refusal`] refuses, and
+/// answers errors in JSON.
 pub async fn front(State(state): State<SharedState>, req: Request, next: Next) -> Response {
     match telemetry::http_span(&req) {
         None => checked(&state, req, next).await,
@@ -25,7 +27,10 @@ pub async fn front(State(state): State<SharedState>, req: Request, next: Next) -
 }
 
 async fn checked(state: &SharedState, req: Request, next: Next) -> Response {
-    if let Some(refused) = guard::refusal(state, &req) {
+    let o = &state.options;
+    let refused = auth::peer_refusal(o.access, !o.tokens.is_empty(), &req)
+        .or_else(|| guard::refusal(state, &req));
+    if let Some(refused) = refused {
         return refused.into_response();
     }
     let (method, uri) = (req.method().clone(), req.uri().clone());

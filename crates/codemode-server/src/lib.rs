@@ -2,15 +2,29 @@
 //! the HTTP control API (`/api`), the MCP server (`/mcp` over Streamable HTTP, or stdio) with
 //! elicitation, the web console (`/`), and the OpenAPI search/execute server.
 //!
+//! Safe by default: with no bearer token configured, only clients on loopback are served, told
+//! apart by the peer address the host's listener records, so serve the router with
+//! `into_make_service_with_connect_info::<SocketAddr>()` (or [`listen::serve`]). Configure
+//! [`ServerOptions::tokens`] to serve other clients, or opt in with
+//! [`ServerOptions::host_authenticated`] when the host authenticates requests itself. The
+//! crate's README describes the routes and who may call them.
+//!
 //! ```no_run
 //! # async fn host(runtime: codemode::Runtime) {
+//! use std::net::SocketAddr;
 //! use std::sync::Arc;
 //! let app = codemode_server::router(Arc::new(runtime), codemode_server::ServerOptions::default());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:7357").await.unwrap();
-//! axum::serve(listener, app).await.unwrap();
+//! let service = app.into_make_service_with_connect_info::<SocketAddr>();
+//! axum::serve(listener, service).await.unwrap();
 //! # }
 //! ```
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
+/// The README's Rust blocks, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub mod admission;
 pub mod api;
@@ -29,17 +43,16 @@ pub mod listen;
 pub mod mcp;
 pub mod metrics;
 pub mod openapi_mcp;
-pub mod progress;
 pub mod recover;
 mod reply;
 pub mod saved;
 mod start;
 mod state;
 pub mod telemetry;
-pub mod text;
 pub mod wait;
 pub mod when;
 
+pub use auth::Access;
 pub use client::Client;
 pub use control::{Control, ControlError, ControlResult};
 pub use error::ServerError;
@@ -53,7 +66,8 @@ use axum::{middleware, Router};
 use codemode::Runtime;
 use std::sync::Arc;
 
-/// Every route: `/healthz`, the console at `/`, and, behind the token, `/api` and `/mcp`.
+/// Every route: `/healthz`, the console at `/`, and, behind the token, `/api` and `/mcp`. With
+/// no token in `options`, only loopback clients are served (see [`Access`]).
 pub fn router(runtime: Arc<Runtime>, options: ServerOptions) -> Router {
     routes(ServerState::new(runtime, options))
 }

@@ -7,14 +7,20 @@ use tokio_util::sync::CancellationToken;
 /// Default largest request body of the control API, in bytes.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// How the server is mounted: limits, the bearer token, and what it tells people.
+/// How the server is mounted: limits, who may call, and what it tells people.
+///
+/// The default serves only clients on loopback, with no token: set `tokens` to serve other
+/// clients that carry one, or call [`ServerOptions::host_authenticated`] when the host
+/// authenticates every request itself in front of the router.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
     /// Largest HTTP request body accepted by the control API, in bytes.
     pub max_body_bytes: usize,
-    /// Whether the listener is on loopback (the `Host` check uses `listen` and `allowed_hosts`).
-    pub loopback: bool,
-    /// The tokens API and MCP requests must carry, with their roles (none: no token needed).
+    /// Who is served when `tokens` is empty: loopback clients only (the default), or every
+    /// client the host lets through.
+    pub access: crate::auth::Access,
+    /// The tokens API and MCP requests must carry, with their roles (none: no token needed,
+    /// and only `access` decides who is served).
     pub tokens: crate::auth::Tokens,
     /// The address the server listens on, for the `Host` check (`None`: local names on any port).
     pub listen: Option<std::net::SocketAddr>,
@@ -51,7 +57,7 @@ impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
-            loopback: true,
+            access: crate::auth::Access::default(),
             tokens: crate::auth::Tokens::default(),
             listen: None,
             allowed_hosts: Vec::new(),
@@ -67,6 +73,16 @@ impl Default for ServerOptions {
             admission: crate::admission::AdmissionOptions::default(),
             streams: crate::events::StreamLimits::default(),
         }
+    }
+}
+
+impl ServerOptions {
+    /// These options with every client served without a token
+    /// ([`Access::HostAuthenticated`](crate::auth::Access::HostAuthenticated)): for a host that
+    /// authenticates every request itself (its own middleware or proxy) before the router.
+    pub fn host_authenticated(mut self) -> Self {
+        self.access = crate::auth::Access::HostAuthenticated;
+        self
     }
 }
 

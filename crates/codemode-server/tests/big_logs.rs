@@ -130,7 +130,9 @@ async fn listing_and_audit_keep_memory_flat_with_64_mib_logs() {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = router(rt, ServerOptions::default());
+    // The peer's address, for the loopback rule of a server without tokens.
+    let app = router(rt, ServerOptions::default())
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, app).await });
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();

@@ -81,7 +81,9 @@ async fn paused_executions_cost_no_memory_and_pending_pages_stay_fast() {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = router(rt.clone(), ServerOptions::default());
+    // The peer's address, for the loopback rule of a server without tokens.
+    let app = router(rt.clone(), ServerOptions::default())
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, app).await });
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::new();

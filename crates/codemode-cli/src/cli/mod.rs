@@ -1,12 +1,12 @@
 //! The command line: `serve` and the commands that work on the same database.
 
 use crate::app::{self, CommonArgs, Settings};
+use crate::output;
 use crate::serve::{self, ServeArgs};
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use codemode::{Outcome, SaveSnippet};
 use codemode_server::audit::{self, AuditRange};
-use codemode_server::text as output;
 use codemode_server::{Client, Control};
 use serde_json::{json, Value};
 use std::io::Read;

@@ -1,6 +1,6 @@
-//! What a terminal front prints: human-readable text (or one JSON document) of outcomes,
+//! What the terminal is shown: human-readable text (or one JSON document) of outcomes,
 //! executions and their timelines, pending actions, rollback reports, snippets and search
-//! results. The `codemode` CLI prints through it.
+//! results.
 
 use codemode::{
     EntryState, Execution, ExecutionSummary, Outcome, PendingAction, RollbackReport, Snippet,
