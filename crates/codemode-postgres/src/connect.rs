@@ -331,7 +331,9 @@ mod tests {
     #[test]
     fn no_password_shows_whatever_characters_it_holds() {
         // Passwords with the URL's own delimiters, escaped or not, and wherever they sit.
-        let secrets = ["s3cr3t", "p@ss", "a:b:c", "50%off", "%40", "p#ss", "x@y:z%2F"];
+        let secrets = [
+            "s3cr3t", "p@ss", "a:b:c", "50%off", "%40", "p#ss", "x@y:z%2F",
+        ];
         for secret in secrets {
             let escaped: String = url::form_urlencoded::byte_serialize(secret.as_bytes()).collect();
             for (url, expected) in [
@@ -368,8 +370,14 @@ mod tests {
             }
         }
         for (text, expected) in [
-            ("host=h password=secret user=u", "host=h password=*** user=u"),
-            ("host=h password = 'se cr\\'et' user=u", "host=h password = *** user=u"),
+            (
+                "host=h password=secret user=u",
+                "host=h password=*** user=u",
+            ),
+            (
+                "host=h password = 'se cr\\'et' user=u",
+                "host=h password = *** user=u",
+            ),
             ("password=a\\ b dbname=d", "password=*** dbname=d"),
             ("mypassword=x password=y", "mypassword=x password=***"),
         ] {

@@ -41,7 +41,9 @@ impl Client {
             )));
         }
         let http = http_client_builder()
-            .map_err(|e| ControlError::Setup(format!("cannot set up TLS for the HTTP client: {e}")))?
+            .map_err(|e| {
+                ControlError::Setup(format!("cannot set up TLS for the HTTP client: {e}"))
+            })?
             .build()
             .map_err(|e| ControlError::Setup(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client { base, token, http })

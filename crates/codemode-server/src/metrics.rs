@@ -12,7 +12,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
 use codemode::{ExecutionStatus, Runtime, RuntimeEvent};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{prometheus_text, DescriptorEncoder, EncodeMetric, MetricEncoder};
+use prometheus_client::encoding::{
+    prometheus_text, DescriptorEncoder, EncodeMetric, MetricEncoder,
+};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
@@ -164,7 +166,10 @@ impl EncodeMetric for CallDurations {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
         for (connector, methods) in lock(&self.0).iter() {
             for (method, stats) in methods {
-                let labels = [("connector", connector.as_str()), ("method", method.as_str())];
+                let labels = [
+                    ("connector", connector.as_str()),
+                    ("method", method.as_str()),
+                ];
                 stats.seconds.encode(encoder.encode_family(&labels)?)?;
             }
         }
@@ -403,7 +408,12 @@ fn count(m: &Metrics, event: &RuntimeEvent) {
             error,
         } => {
             tracing::info!(execution_id = %execution_id, status = status.as_str(), "execution status changed");
-            let t = status_changed(&mut lock(&m.live), execution_id.clone(), *status, Instant::now());
+            let t = status_changed(
+                &mut lock(&m.live),
+                execution_id.clone(),
+                *status,
+                Instant::now(),
+            );
             m.statuses.get(status.as_str()).inc();
             if t.started {
                 m.started.inc();
@@ -503,7 +513,13 @@ mod tests {
         let at = Instant::now();
         let running = ExecutionStatus::Running;
         let t = status_changed(&mut live, "a".into(), running, at);
-        assert_eq!(t, Transition { started: true, ..Transition::default() });
+        assert_eq!(
+            t,
+            Transition {
+                started: true,
+                ..Transition::default()
+            }
+        );
         let t = status_changed(&mut live, "a".into(), ExecutionStatus::Paused, at);
         assert!(t.pass_seconds.is_some() && !t.started);
         let t = status_changed(&mut live, "a".into(), running, at);

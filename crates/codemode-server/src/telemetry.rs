@@ -404,7 +404,9 @@ impl CountingExporter {
             ));
         };
         runtime
-            .block_on(async { tokio::time::timeout(EXPORT_TIMEOUT, self.inner.export(batch)).await })
+            .block_on(async {
+                tokio::time::timeout(EXPORT_TIMEOUT, self.inner.export(batch)).await
+            })
             .unwrap_or(Err(OTelSdkError::Timeout(EXPORT_TIMEOUT)))
     }
 }

@@ -67,7 +67,10 @@ async fn https_clients_need_no_process_wide_provider() {
     tokio::task::spawn_blocking(move || drop(started))
         .await
         .unwrap();
-    assert!(hello.load(Ordering::SeqCst), "no TLS handshake from the exporter");
+    assert!(
+        hello.load(Ordering::SeqCst),
+        "no TLS handshake from the exporter"
+    );
     assert_eq!(telemetry::dropped_spans(), dropped + 1);
     assert_eq!(telemetry::exported_spans(), 0);
     assert!(

@@ -56,7 +56,10 @@ async fn spans_are_exported_and_drops_past_the_bound_are_counted() {
                     .unwrap_or_default()
                     .to_string();
                 sink.lock().unwrap().push((kind, body.len()));
-                ([("content-type", "application/x-protobuf")], Vec::<u8>::new())
+                (
+                    [("content-type", "application/x-protobuf")],
+                    Vec::<u8>::new(),
+                )
             }
         }),
     );
@@ -88,7 +91,10 @@ async fn spans_are_exported_and_drops_past_the_bound_are_counted() {
     let dropped = telemetry::dropped_spans();
     let started = Telemetry::start(&settings(format!("http://127.0.0.1:{port}"), 4)).unwrap();
     let took = spans_through(started, 100).await;
-    assert!(took < Duration::from_secs(1), "making the spans took {took:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "making the spans took {took:?}"
+    );
     // At most the queue (4) and one batch being sent (4) escaped the count.
     let now = telemetry::dropped_spans() - dropped;
     assert!(now >= 92, "{now} spans counted as dropped");

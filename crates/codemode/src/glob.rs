@@ -92,7 +92,10 @@ mod tests {
         assert!(path_glob_match("/src/**/*.ts", "/src/a.ts"));
         assert!(path_glob_match("/src/**/*.ts", "/src/x/y/a.ts"));
         assert!(!path_glob_match("/src/*.ts", "/src/x/a.ts"));
-        assert!(path_glob_match("/a**b", "/aXb"), "`**` within a segment is `*`");
+        assert!(
+            path_glob_match("/a**b", "/aXb"),
+            "`**` within a segment is `*`"
+        );
         assert!(!path_glob_match("/a**b", "/aX/b"));
         assert!(path_glob_match("/[draft].md", "/[draft].md"));
         assert!(!path_glob_match("/[draft].md", "/d.md"));
