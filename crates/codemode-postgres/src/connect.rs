@@ -162,7 +162,7 @@ fn query_without_password(query: &str, mask: Option<&str>) -> Option<String> {
         .filter_map(|pair| {
             let key = pair.split_once('=').map_or(pair, |(k, _)| k);
             let decoded = url::form_urlencoded::parse(key.as_bytes()).next();
-            if !decoded.is_some_and(|(k, _)| k == "password") {
+            if decoded.is_none_or(|(k, _)| k != "password") {
                 return Some(pair.to_string());
             }
             found = true;
