@@ -208,17 +208,16 @@ impl Control for Client {
     }
 }
 
+/// What [`enc`] leaves as it is: RFC 3986's unreserved characters.
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 /// Percent-encodes one path segment or query value.
 pub fn enc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string()
 }
 
 #[cfg(test)]
@@ -229,5 +228,6 @@ mod tests {
     fn segments_are_percent_encoded() {
         assert_eq!(enc("a b/c"), "a%20b%2Fc");
         assert_eq!(enc("x-1_2.3~"), "x-1_2.3~");
+        assert_eq!(enc("é%&=?#"), "%C3%A9%25%26%3D%3F%23");
     }
 }
