@@ -7,6 +7,9 @@ use codemode_server::telemetry;
 fn main() -> std::process::ExitCode {
     // A sandbox process of this program (see `app::executor`) runs nothing else.
     codemode_quickjs::worker::run_worker_if_asked();
+    // The process's default rustls provider is the program's choice: ring. The libraries'
+    // clients carry their own TLS settings; this covers any other TLS client in the process.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let args = cli::Cli::parse();
     // Log lines, and OpenTelemetry traces when an OTLP endpoint is set; kept until exit.
     let config = args.common.config.as_deref();

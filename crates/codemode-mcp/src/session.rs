@@ -195,8 +195,8 @@ pub async fn start(
             if let Some(var) = bearer_token_env {
                 transport_config = transport_config.auth_header(secret_env(var, "bearer token")?);
             }
-            crate::install_crypto_provider();
-            let client = reqwest::Client::builder()
+            let client = crate::http_client_builder()
+                .map_err(|e| Cause::Client(format!("its TLS settings: {e}")))?
                 .build()
                 .map_err(|e| Cause::Client(e.to_string()))?;
             let transport = StreamableHttpClientTransport::with_client(client, transport_config);

@@ -97,15 +97,9 @@ async fn call_overhead() {
 
 #[tokio::main]
 async fn main() {
-    codemode_openapi_install();
+    // The raw client below is the bench's own: it uses the process-wide rustls provider,
+    // which only a host installs (the connector picks ring for its client alone).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     load_and_index().await;
     call_overhead().await;
-}
-
-fn codemode_openapi_install() {
-    // The raw client below needs a rustls provider too; the connector installs ring.
-    let _ = OpenApiConnector::from_bytes(
-        OpenApiConfig::new("warmup", "inline"),
-        br#"{"openapi": "3.0.0", "servers": [{"url": "http://127.0.0.1:9"}], "paths": {}}"#,
-    );
 }

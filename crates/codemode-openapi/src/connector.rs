@@ -3,7 +3,7 @@
 use crate::auth::Credentials;
 use crate::config::OpenApiConfig;
 use crate::error::{Cause, OpenApiError};
-use crate::http::{install_crypto_provider, Http};
+use crate::http::{client_builder, Http};
 use crate::load::{self, Version};
 use crate::methods::method_names;
 use crate::operations::{self, Operation};
@@ -308,8 +308,8 @@ impl OpenApiBuilder {
 }
 
 fn build_client() -> Result<reqwest::Client, Cause> {
-    install_crypto_provider();
-    reqwest::Client::builder()
+    client_builder()
+        .map_err(|e| Cause::Client(format!("its TLS settings: {e}")))?
         .build()
         .map_err(|e| Cause::Client(e.to_string()))
 }

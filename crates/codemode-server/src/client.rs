@@ -17,6 +17,20 @@ pub struct Client {
     http: reqwest::Client,
 }
 
+/// A builder of this crate's HTTP clients (the control API's, the OTLP exporter's): rustls on
+/// ring with the platform's roots, chosen for each client alone (the process-wide provider is
+/// the host's).
+pub(crate) fn http_client_builder() -> Result<reqwest::ClientBuilder, rustls::Error> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_platform_verifier()?
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(reqwest::Client::builder().tls_backend_preconfigured(tls))
+}
+
 impl Client {
     /// A client of `base` (`http://HOST:PORT`), sending `token` as a bearer token when given.
     pub fn new(base: &str, token: Option<String>) -> ControlResult<Client> {
@@ -26,10 +40,10 @@ impl Client {
                 "--server {base:?}: expected a URL like http://127.0.0.1:7357"
             )));
         }
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
-        let http = reqwest::Client::builder()
+        let http = http_client_builder()
+            .map_err(|e| {
+                ControlError::Setup(format!("cannot set up TLS for the HTTP client: {e}"))
+            })?
             .build()
             .map_err(|e| ControlError::Setup(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client { base, token, http })
@@ -194,17 +208,16 @@ impl Control for Client {
     }
 }
 
+/// What [`enc`] leaves as it is: RFC 3986's unreserved characters.
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 /// Percent-encodes one path segment or query value.
 pub fn enc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, UNRESERVED).to_string()
 }
 
 #[cfg(test)]
@@ -215,5 +228,6 @@ mod tests {
     fn segments_are_percent_encoded() {
         assert_eq!(enc("a b/c"), "a%20b%2Fc");
         assert_eq!(enc("x-1_2.3~"), "x-1_2.3~");
+        assert_eq!(enc("é%&=?#"), "%C3%A9%25%26%3D%3F%23");
     }
 }

@@ -3,9 +3,14 @@
 //! parent, and the [`TraceCarrier`] that keeps an execution's first pass context for the
 //! passes after a pause.
 //!
-//! Export never holds a run up: finished spans go into a bounded queue that one thread of
-//! its own drains in batches; when the queue is full (a slow or unreachable collector) a
-//! span is dropped and counted ([`dropped_spans`], in `/metrics`).
+//! Export never holds a run up: finished spans go to the SDK's batch span processor, whose
+//! thread sends them in batches; at most `max_queue` spans wait, and past that a span is
+//! dropped and counted ([`dropped_spans`], in `/metrics`), as is a batch the collector did
+//! not take.
+//!
+//! Nothing here is process-wide unless the host asks: [`init`] (for a program's `main`)
+//! installs the global `tracing` subscriber; [`Telemetry::start`] alone only builds a tracer
+//! and its exporter, whose HTTP client carries its own TLS settings.
 
 use crate::config::{check_endpoint, TelemetrySection, DEFAULT_MAX_QUEUE};
 use axum::extract::Request;
@@ -16,13 +21,15 @@ use opentelemetry::Context;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter,
+    SpanProcessor,
+};
 use opentelemetry_sdk::Resource;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::filter::{LevelFilter, Targets};
@@ -59,7 +66,8 @@ pub fn carrier() -> Option<Arc<dyn TraceCarrier>> {
     CARRIER.get().cloned()
 }
 
-/// Installs the process's `tracing` subscriber: log lines on stderr (levels from
+/// Installs the process's `tracing` subscriber (host policy: for a program's `main`; a
+/// library embedding the server composes [`Telemetry::layer`] into its own): log lines on stderr (levels from
 /// `CODEMODE_LOG`, default `warn`; `log_format` `text` or `json`) and, when an OTLP endpoint
 /// is set (`[telemetry]` of the `config` file, or `OTEL_EXPORTER_OTLP_ENDPOINT`), the
 /// OpenTelemetry layer. Keep what it returns until the process ends: dropping it sends the
@@ -81,10 +89,11 @@ pub fn init(
         let logs = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr);
-        match log_format {
-            "json" => logs.json().flatten_event(true).init(),
-            _ => logs.init(),
-        }
+        let installed = match log_format {
+            "json" => logs.json().flatten_event(true).try_init(),
+            _ => logs.try_init(),
+        };
+        installed.map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
         return Ok(None);
     };
     let telemetry = Telemetry::start(&settings)?;
@@ -96,7 +105,8 @@ pub fn init(
     tracing_subscriber::registry()
         .with(logs.with_filter(filter))
         .with(telemetry.layer())
-        .init();
+        .try_init()
+        .map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
     let _ = CARRIER.set(telemetry.carrier());
     Ok(Some(telemetry))
 }
@@ -110,6 +120,9 @@ pub enum TelemetryError {
     /// The exporter could not be built.
     #[error("cannot start the OTLP exporter: {0}")]
     Exporter(String),
+    /// The process already has a global `tracing` subscriber.
+    #[error("cannot install the log subscriber: {0}; install only one")]
+    Subscriber(String),
 }
 
 /// The effective telemetry settings: the `[telemetry]` table under the `OTEL_*` variables.
@@ -170,30 +183,46 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
-    /// Starts the exporter thread and the tracer.
+    /// Starts the batch span processor (its thread) and the tracer; installs nothing
+    /// process-wide.
     pub fn start(settings: &TelemetrySettings) -> Result<Telemetry, TelemetryError> {
         let resource = Resource::builder()
             .with_service_name(settings.service_name.clone())
             .build();
-        // reqwest is built with rustls and no provider: ring, as the control API's client.
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
-        let client = reqwest::Client::builder()
+        let client = crate::client::http_client_builder()
+            .map_err(|e| TelemetryError::Exporter(format!("its TLS settings: {e}")))?
             .timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(|e| TelemetryError::Exporter(format!("its HTTP client: {e}")))?;
-        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_http_client(client)
             .with_endpoint(settings.traces_url())
             .with_timeout(EXPORT_TIMEOUT)
             .build()
             .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
-        exporter.set_resource(&resource);
-        let queue = Queue::start(exporter, settings.max_queue)?;
+        let max_queue = settings.max_queue.max(1);
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let exporter = CountingExporter {
+            inner: exporter,
+            waiting: waiting.clone(),
+            runtime: OnceLock::new(),
+        };
+        let config = BatchConfigBuilder::default()
+            .with_max_queue_size(max_queue)
+            .with_max_export_batch_size(BATCH)
+            .with_scheduled_delay(BATCH_DELAY)
+            .build();
+        let batch = BatchSpanProcessor::builder(exporter)
+            .with_batch_config(config)
+            .build();
+        let processor = Bounded {
+            inner: batch,
+            waiting,
+            max_queue,
+        };
         let provider = SdkTracerProvider::builder()
-            .with_span_processor(queue)
+            .with_span_processor(processor)
             .with_resource(resource)
             .build();
         Ok(Telemetry {
@@ -305,154 +334,110 @@ pub fn http_span(req: &Request) -> Option<Span> {
     Some(span)
 }
 
-/// What the exporter thread receives.
-enum Message {
-    Span(Box<SpanData>),
-    /// Send everything queued, then answer.
-    Flush(std::sync::mpsc::Sender<()>),
-}
-
-/// The span processor: a bounded queue drained by one thread, in batches.
+/// The SDK's batch span processor behind a count of the spans it holds: a span that would
+/// make more than `max_queue` wait is dropped and counted here, so the SDK's own queue (of the
+/// same size) is never full and every drop is counted.
 #[derive(Debug)]
-struct Queue {
-    sender: Mutex<Option<SyncSender<Message>>>,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+struct Bounded {
+    inner: BatchSpanProcessor,
+    /// Spans handed to `inner` and not yet to the exporter.
+    waiting: Arc<AtomicUsize>,
+    max_queue: usize,
 }
 
-impl Queue {
-    fn start(
-        exporter: opentelemetry_otlp::SpanExporter,
-        max_queue: usize,
-    ) -> Result<Queue, TelemetryError> {
-        let (sender, receiver) = std::sync::mpsc::sync_channel(max_queue.max(1));
-        let thread = std::thread::Builder::new()
-            .name("codemode-otlp".into())
-            .spawn(move || drain(exporter, receiver))
-            .map_err(|e| TelemetryError::Exporter(format!("cannot start its thread: {e}")))?;
-        Ok(Queue {
-            sender: Mutex::new(Some(sender)),
-            thread: Mutex::new(Some(thread)),
-        })
+impl SpanProcessor for Bounded {
+    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &Context) {
+        self.inner.on_start(span, cx);
     }
-
-    fn sender(&self) -> Option<SyncSender<Message>> {
-        self.sender
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// Asks the thread to send what is queued and waits for it, at most `limit`.
-    fn flush(&self, limit: Duration) -> OTelSdkResult {
-        let Some(sender) = self.sender() else {
-            return Err(OTelSdkError::AlreadyShutdown);
-        };
-        let (done, wait) = std::sync::mpsc::channel();
-        let deadline = Instant::now() + limit;
-        let mut message = Message::Flush(done);
-        loop {
-            match sender.try_send(message) {
-                Ok(()) => break,
-                Err(TrySendError::Full(m)) if Instant::now() < deadline => {
-                    message = m;
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(_) => return Err(OTelSdkError::Timeout(limit)),
-            }
-        }
-        wait.recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .map_err(|_| OTelSdkError::Timeout(limit))
-    }
-}
-
-impl SpanProcessor for Queue {
-    fn on_start(&self, _span: &mut opentelemetry_sdk::trace::Span, _cx: &Context) {}
 
     fn on_end(&self, span: SpanData) {
-        let sent = match self.sender() {
-            Some(sender) => sender.try_send(Message::Span(Box::new(span))).is_ok(),
-            None => false,
-        };
-        if !sent {
+        let admitted = self
+            .waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max_queue).then_some(n + 1)
+            })
+            .is_ok();
+        if admitted {
+            self.inner.on_end(span);
+        } else {
             DROPPED.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        self.flush(SHUTDOWN_WAIT)
+        self.inner.force_flush()
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        let flushed = self.flush(timeout);
-        // Closing the queue ends the thread once it is idle; it is not waited for longer.
-        self.sender.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if flushed.is_ok() {
-            if let Some(thread) = thread {
-                let _ = thread.join();
-            }
-        }
-        flushed
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
     }
 }
 
-/// The exporter thread: batches of up to [`BATCH`] spans, each sent once it is full or its
-/// oldest span waited [`BATCH_DELAY`]; a failed batch counts as dropped.
-fn drain(exporter: opentelemetry_otlp::SpanExporter, receiver: Receiver<Message>) {
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        // Without a runtime nothing can be sent: every span is dropped and counted.
-        for message in receiver {
-            if let Message::Span(_) = message {
-                DROPPED.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        return;
-    };
-    let send = |batch: &mut Vec<SpanData>| {
-        if batch.is_empty() {
-            return;
-        }
-        let spans = std::mem::take(batch);
-        let n = spans.len() as u64;
-        let result = runtime
-            .block_on(async { tokio::time::timeout(EXPORT_TIMEOUT, exporter.export(spans)).await });
-        match result {
-            Ok(Ok(())) => EXPORTED.fetch_add(n, Ordering::Relaxed),
-            _ => DROPPED.fetch_add(n, Ordering::Relaxed),
-        };
-    };
-    let mut batch: Vec<SpanData> = Vec::with_capacity(BATCH);
-    let mut oldest: Option<Instant> = None;
-    loop {
-        let wait = oldest.map_or(Duration::from_secs(3600), |t| {
-            BATCH_DELAY.saturating_sub(t.elapsed())
+/// The OTLP exporter as the batch processor's thread calls it: each batch sent on a tokio
+/// runtime of that thread's own (reqwest needs one), within [`EXPORT_TIMEOUT`], and counted as
+/// exported or dropped.
+#[derive(Debug)]
+struct CountingExporter {
+    inner: opentelemetry_otlp::SpanExporter,
+    /// Shared with [`Bounded`]: a batch stops waiting once it reaches the exporter.
+    waiting: Arc<AtomicUsize>,
+    /// Made at the first export, on the processor's thread (which also drops it).
+    runtime: OnceLock<Option<tokio::runtime::Runtime>>,
+}
+
+impl CountingExporter {
+    /// Sends `batch` and waits for the answer; called on the processor's thread only.
+    fn send(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let runtime = self.runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()
         });
-        match receiver.recv_timeout(wait) {
-            Ok(Message::Span(span)) => {
-                batch.push(*span);
-                oldest.get_or_insert_with(Instant::now);
-                if batch.len() >= BATCH {
-                    send(&mut batch);
-                    oldest = None;
-                }
-            }
-            Ok(Message::Flush(done)) => {
-                send(&mut batch);
-                oldest = None;
-                let _ = done.send(());
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                send(&mut batch);
-                oldest = None;
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                send(&mut batch);
-                return;
-            }
-        }
+        let Some(runtime) = runtime else {
+            return Err(OTelSdkError::InternalFailure(
+                "cannot start the exporter's async runtime".into(),
+            ));
+        };
+        runtime
+            .block_on(async {
+                tokio::time::timeout(EXPORT_TIMEOUT, self.inner.export(batch)).await
+            })
+            .unwrap_or(Err(OTelSdkError::Timeout(EXPORT_TIMEOUT)))
+    }
+}
+
+impl SpanExporter for CountingExporter {
+    fn export(
+        &self,
+        batch: Vec<SpanData>,
+    ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+        let n = batch.len();
+        let _ = self
+            .waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                Some(w.saturating_sub(n))
+            });
+        let result = self.send(batch);
+        let counter = if result.is_ok() { &EXPORTED } else { &DROPPED };
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+        std::future::ready(result)
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
     }
 }
 

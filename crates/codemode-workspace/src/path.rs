@@ -1,4 +1,5 @@
-//! Workspace paths: normalisation, the reasons a path is refused, and glob matching.
+//! Workspace paths: normalisation, the reasons a path is refused, and glob matching (the
+//! core's rules).
 
 /// The longest path accepted, in bytes.
 pub const MAX_PATH_BYTES: usize = 1024;
@@ -77,47 +78,9 @@ pub fn literal_prefix(pattern: &str) -> &str {
 
 /// Whether a normalised `path` matches a normalised glob `pattern`: `*` is any run of
 /// characters within one segment, `?` one character but `/`, and a `**` segment any number
-/// of whole segments (zero included).
+/// of whole segments (zero included); the rules of [`codemode::glob`].
 pub fn glob_match(pattern: &str, path: &str) -> bool {
-    let pat: Vec<&str> = pattern.split('/').skip(1).collect();
-    let segs: Vec<&str> = path.split('/').skip(1).collect();
-    // ok[i][j]: pat[i..] matches segs[j..].
-    let mut ok = vec![vec![false; segs.len() + 1]; pat.len() + 1];
-    ok[pat.len()][segs.len()] = true;
-    for i in (0..pat.len()).rev() {
-        for j in (0..=segs.len()).rev() {
-            ok[i][j] = if pat[i] == "**" {
-                ok[i + 1][j] || (j < segs.len() && ok[i][j + 1])
-            } else {
-                j < segs.len() && ok[i + 1][j + 1] && segment_match(pat[i], segs[j])
-            };
-        }
-    }
-    ok[0][0]
-}
-
-/// `*` and `?` within one segment.
-fn segment_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut i, mut j) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while j < t.len() {
-        if i < p.len() && (p[i] == '?' || p[i] == t[j]) {
-            i += 1;
-            j += 1;
-        } else if i < p.len() && p[i] == '*' {
-            star = Some((i, j));
-            i += 1;
-        } else if let Some((si, sj)) = star {
-            i = si + 1;
-            j = sj + 1;
-            star = Some((si, sj + 1));
-        } else {
-            return false;
-        }
-    }
-    p[i..].iter().all(|&c| c == '*')
+    codemode::glob::path_glob_match(pattern, path)
 }
 
 #[cfg(test)]

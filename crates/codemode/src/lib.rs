@@ -25,6 +25,7 @@ pub mod discovery;
 pub mod error;
 pub mod executor;
 pub mod files;
+pub mod glob;
 pub mod model;
 pub mod policy;
 pub mod runtime;

@@ -193,38 +193,12 @@ fn check_ref(root: &Value, value: &Value, at: &str) -> Result<(), String> {
     if !pointer.is_empty() && !pointer.starts_with('/') {
         return Ok(());
     }
-    let decoded = percent_decode(pointer);
+    // `%XX` escapes decoded: a pointer may escape characters that way.
+    let decoded = percent_encoding::percent_decode_str(pointer).decode_utf8_lossy();
     match root.pointer(&decoded) {
         Some(_) => Ok(()),
         None => Err(format!("{at}: {target:?} points at nothing in the schema")),
     }
-}
-
-/// `%XX` escapes of a URI fragment, decoded (a pointer may escape characters that way).
-fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

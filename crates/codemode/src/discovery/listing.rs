@@ -3,6 +3,7 @@
 
 use super::catalog::{Catalog, MethodEntry};
 use super::describe::{DescribeKind, DescribeOptions, DescribeOutput, OutputTypes};
+use crate::glob::glob_match;
 use crate::value::serialized_len;
 
 /// Characters of a page kept for its header, notes and JSON framing.
@@ -113,7 +114,7 @@ impl Catalog {
                 } else {
                     self.tool_of(m).name.as_str()
                 };
-                glob_matches(pattern, subject)
+                glob_match(pattern, subject)
             })
             .collect();
         if matched.is_empty() {
@@ -238,42 +239,17 @@ fn escaped_len(text: &str) -> usize {
     serialized_len(&serde_json::Value::String(text.to_string())).saturating_sub(2)
 }
 
-/// Shell-style matching: `*` any run of characters, `?` one character, the rest literal.
-fn glob_matches(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn globs() {
-        assert!(glob_matches("github.issues_*", "github.issues_update"));
-        assert!(glob_matches("*_update", "issues_update"));
-        assert!(glob_matches("issues_?et", "issues_get"));
-        assert!(!glob_matches("github.pulls_*", "github.issues_update"));
-        assert!(!glob_matches("issues_?", "issues_get"));
+        assert!(glob_match("github.issues_*", "github.issues_update"));
+        assert!(glob_match("*_update", "issues_update"));
+        assert!(glob_match("issues_?et", "issues_get"));
+        assert!(!glob_match("github.pulls_*", "github.issues_update"));
+        assert!(!glob_match("issues_?", "issues_get"));
     }
 
     #[test]

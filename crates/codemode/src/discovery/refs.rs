@@ -28,26 +28,10 @@ pub(crate) fn last_segment(reference: &str) -> String {
     last.replace("~1", "/").replace("~0", "~")
 }
 
-fn percent_decode(s: &str) -> String {
-    if !s.contains('%') {
-        return s.to_string();
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
-            if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// `%XX` escapes of a URI fragment decoded (a JSON pointer in a `$ref` may escape characters
+/// that way); a `%` not followed by two hex digits is kept as it is.
+fn percent_decode(s: &str) -> std::borrow::Cow<'_, str> {
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy()
 }
 
 /// Makes `schema` self-contained: every internal `$ref` that resolves in `root` is rewritten to
@@ -226,6 +210,18 @@ mod tests {
             resolve_ref(&bundled, "#/$defs/user"),
             Some(&bundled["$defs"]["user"])
         );
+    }
+
+    #[test]
+    fn escapes_in_a_pointer_are_decoded_and_a_stray_percent_kept() {
+        let root = json!({"$defs": {"a b": 1, "50%": 2, "%+1": 3, "é": 4}});
+        assert_eq!(resolve_ref(&root, "#/$defs/a%20b"), Some(&json!(1)));
+        assert_eq!(resolve_ref(&root, "#/%24defs/50%"), Some(&json!(2)));
+        assert_eq!(resolve_ref(&root, "#/$defs/%C3%A9"), Some(&json!(4)));
+        // Two hex digits or nothing: `%+1` is not an escape (a sign parsed as hex made it 0x01).
+        assert_eq!(resolve_ref(&root, "#/$defs/%+1"), Some(&json!(3)));
+        assert_eq!(last_segment("#/$defs/%+1"), "%+1");
+        assert_eq!(last_segment("#/$defs/a%7E1b"), "a/b");
     }
 
     #[test]
