@@ -205,12 +205,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                 }
                 None => format!("--store {}", quote(url)),
             };
-            (
-                Arc::new(store) as Arc<dyn StoreWithFiles>,
-                tasks,
-                shown,
-                flag,
-            )
+            (Arc::new(store) as _, tasks, shown, flag)
         }
     })
 }
