@@ -3,7 +3,7 @@
 use crate::config::{self, StoreUrl};
 pub use crate::output::shell_word as quote;
 use anyhow::{Context, Result};
-use codemode::{Executor, Runtime, Store};
+use codemode::{Executor, Runtime, StoreWithFiles};
 use codemode_demo as demo;
 use codemode_mcp::{McpConfig, McpTransport};
 use codemode_openapi::OpenApiConfig;
@@ -153,7 +153,7 @@ pub struct App {
 }
 
 /// The store, the demo's tables on it (when the demo is on), and how to show and reach it.
-pub type OpenedStore = (Arc<dyn Store>, Option<demo::Tasks>, String, String);
+pub type OpenedStore = (Arc<dyn StoreWithFiles>, Option<demo::Tasks>, String, String);
 
 /// Opens the store named by the settings (and the demo's tables on it when the demo is on).
 pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
@@ -171,7 +171,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                     .with_audit_max_age(settings.config.retention.audit_max_age()),
             );
             let tasks = match settings.demo {
-                true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(store.clone())?)),
+                true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(db_path)?)),
                 false => None,
             };
             let abs = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.clone());
@@ -180,7 +180,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                 eprintln!("codemode: created a new store {label}");
             }
             let flag = format!("--store {}", quote(&format!("sqlite:{label}")));
-            (store as Arc<dyn Store>, tasks, label, flag)
+            (store as Arc<dyn StoreWithFiles>, tasks, label, flag)
         }
         StoreUrl::Postgres(url) => {
             let shown = codemode_postgres::redact(url);
@@ -204,7 +204,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                 }
                 None => format!("--store {}", quote(url)),
             };
-            (Arc::new(store) as Arc<dyn Store>, tasks, shown, flag)
+            (Arc::new(store) as _, tasks, shown, flag)
         }
     })
 }

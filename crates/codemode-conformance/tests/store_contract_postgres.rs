@@ -1,5 +1,5 @@
-//! Every case of the store contract against the PostgreSQL store, each on a scratch
-//! database of its own.
+//! Every case of the store contracts (executions, files, and both together) against the
+//! PostgreSQL store, each on a scratch database of its own.
 //!
 //! Without a server (and without `CI`) each test prints a loud SKIPPED line; with `CI` set
 //! an unreachable server fails it.
@@ -27,3 +27,5 @@ macro_rules! on_postgres {
 }
 
 codemode_conformance::for_each_store_contract_case!(on_postgres);
+codemode_conformance::for_each_file_store_contract_case!(on_postgres);
+codemode_conformance::for_each_store_with_files_contract_case!(on_postgres);

@@ -1,4 +1,5 @@
-//! Every case of the store contract against the SQLite store, each on a fresh file.
+//! Every case of the store contracts (executions, files, and both together) against the
+//! SQLite store, each on a fresh file.
 
 use codemode_conformance::store_contract;
 use codemode_sqlite::SqliteStore;
@@ -17,3 +18,5 @@ macro_rules! on_sqlite {
 }
 
 codemode_conformance::for_each_store_contract_case!(on_sqlite);
+codemode_conformance::for_each_file_store_contract_case!(on_sqlite);
+codemode_conformance::for_each_store_with_files_contract_case!(on_sqlite);

@@ -1,4 +1,4 @@
-//! The Code Mode [`Store`] on PostgreSQL: many nodes, one state.
+//! The Code Mode [`Store`] (and [`FileStore`]) on PostgreSQL: many nodes, one state.
 //!
 //! [`PostgresStore::connect`] opens a pool of connections to one database and brings its
 //! schema up to date. Every table is keyed by the runtime name, so runtimes with different
@@ -11,6 +11,11 @@
 //! Each [`Store`] method is one SQL statement, prepared once per connection: a `commit`
 //! (status CAS plus entry upserts), a `claim`, an insert with its retention prune, a read of
 //! an execution with its whole log (entries aggregated into arrays) each cost one round trip.
+//!
+//! # Workspace files
+//! The store is also the workspace connector's [`FileStore`], in the same database: the
+//! statement that deletes or prunes an execution deletes the undo records of its file
+//! changes too.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 /// The README's Rust blocks, compiled and run as doctests.
@@ -34,8 +39,8 @@ mod snippets;
 use async_trait::async_trait;
 use codemode::{
     Claim, Commit, Deletion, Execution, ExecutionStatus, ExecutionSummary, FileChange,
-    FileChangeOutcome, FileInfo, Lease, PendingAction, Snippet, Store, StoreError, StoredFile,
-    WorkspaceUsage,
+    FileChangeOutcome, FileInfo, FileStore, Lease, PendingAction, Snippet, Store, StoreError,
+    StoredFile, WorkspaceUsage,
 };
 use deadpool_postgres::{Client, Pool};
 
@@ -284,7 +289,10 @@ impl Store for PostgresStore {
         let c = self.client().await?;
         snippets::delete(&c, &self.location, runtime, name).await
     }
+}
 
+#[async_trait]
+impl FileStore for PostgresStore {
     async fn change_file(&self, change: &FileChange) -> Result<FileChangeOutcome, StoreError> {
         let mut c = self.client().await?;
         files::change(&mut c, &self.location, change).await

@@ -2,14 +2,14 @@
 //! last log line names the file.
 
 use codemode::value::TruncateOptions;
-use codemode::{Outcome, Store};
+use codemode::{FileStore, Outcome};
 use codemode_server::saved::truncate_and_save;
 use codemode_workspace::{Workspace, WorkspaceOptions};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 fn workspace(dir: &std::path::Path) -> Workspace {
-    let store: Arc<dyn Store> =
+    let store: Arc<dyn FileStore> =
         Arc::new(codemode_sqlite::SqliteStore::open(dir.join("c.db")).unwrap());
     Workspace::new(store, WorkspaceOptions::default()).unwrap()
 }

@@ -1,4 +1,5 @@
-//! The Code Mode [`Store`] on SQLite: one embedded file, WAL, migrations on open.
+//! The Code Mode [`Store`] (and [`FileStore`]) on SQLite: one embedded file, WAL, migrations
+//! on open.
 //!
 //! [`SqliteStore::open`] opens (or creates) one database file. Every table is keyed by the
 //! runtime name, so runtimes with different names share the file but never each other's
@@ -37,11 +38,15 @@
 //! transaction), so a tokio worker never waits on a lock, a busy file or a disk. A read sees
 //! every write whose method returned before the read was called.
 //!
+//! # Workspace files
+//! The store is also the workspace connector's [`FileStore`], in the same file: deleting or
+//! pruning an execution deletes the undo records of its file changes in the same
+//! transaction.
+//!
 //! # Tables of your own in the same file
-//! A connector that keeps its state in the store's file should reach it through
-//! [`SqliteStore::with_connection`] rather than a second connection: in WAL mode, each
-//! connection drops its whole page cache whenever another one has written, so two writers
-//! taking turns would each reload the pages the other touched.
+//! A connector that keeps its state in the store's file opens a connection of its own (the
+//! demo's tasks do): the file's write lock is taken one transaction at a time, and the
+//! store's writes wait for it up to the busy timeout, as for another process.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
@@ -61,20 +66,21 @@ mod open;
 mod readers;
 mod schema;
 mod snippets;
+#[cfg(test)]
+mod tests;
 mod tx;
 mod writer;
 
 use async_trait::async_trait;
 use codemode::{
     Claim, Commit, Deletion, Execution, ExecutionStatus, ExecutionSummary, FileChange,
-    FileChangeOutcome, FileInfo, Lease, PendingAction, Snippet, Store, StoreError, StoredFile,
-    WorkspaceUsage,
+    FileChangeOutcome, FileInfo, FileStore, Lease, PendingAction, Snippet, Store, StoreError,
+    StoredFile, WorkspaceUsage,
 };
 use readers::Readers;
-use rusqlite::Connection;
 use std::path::Path;
 use std::sync::Arc;
-use writer::{roll_back_open, Writer};
+use writer::Writer;
 
 pub use open::SqliteOptions;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
@@ -146,23 +152,6 @@ impl SqliteStore {
             readers: Readers::start(readers, location.clone())?,
             location,
         })
-    }
-
-    /// Runs `f` on the store's write connection, on the caller's thread, for tables of the
-    /// caller's own in the same file. `f` holds the writer's lock: it waits for the batch
-    /// being committed, and later writes wait for it. `f` must not call the store; a
-    /// transaction it leaves open is rolled back when it returns.
-    pub fn with_connection<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> T {
-        let mut conn = self.writer.lock();
-        let out = f(&mut conn);
-        match roll_back_open(&conn) {
-            Ok(false) => {}
-            Ok(true) => {
-                tracing::warn!(store = %self.location, "with_connection left a transaction open; rolled back")
-            }
-            Err(e) => tracing::warn!(store = %self.location, error = %e, "rolling back failed"),
-        }
-        out
     }
 
     /// The path the store was opened from.
@@ -368,7 +357,10 @@ impl Store for SqliteStore {
             .write(move |c, loc| snippets::delete(c, loc, &runtime, &name))
             .await
     }
+}
 
+#[async_trait]
+impl FileStore for SqliteStore {
     async fn change_file(&self, change: &FileChange) -> Result<FileChangeOutcome, StoreError> {
         let change = change.clone();
         self.writer

@@ -2,7 +2,9 @@
 
 mod common;
 
-use codemode::{Commit, Deletion, EntryState, ExecutionStatus, Store, StoreError, Transition};
+use codemode::{
+    Commit, Deletion, EntryState, ExecutionStatus, FileStore, Store, StoreError, Transition,
+};
 use codemode_sqlite::{SqliteOptions, SqliteStore, APPLICATION_ID, SCHEMA_VERSION};
 use common::{entry, execution, lease, RT};
 use serde_json::json;

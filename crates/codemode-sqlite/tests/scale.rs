@@ -53,12 +53,15 @@ async fn runs(s: &codemode_sqlite::SqliteStore, tag: &str, at: i64) -> (Duration
     (times[RUNS / 2], times[RUNS * 9 / 10])
 }
 
-/// Writes `n` completed executions (one entry each) in transactions of 100,000.
-fn fill(s: &codemode_sqlite::SqliteStore, n: usize) {
+/// Writes `n` completed executions (one entry each) into the store's file at `path`, on a
+/// connection of its own, in transactions of 100,000.
+fn fill(path: &std::path::Path, n: usize) {
+    let mut c = rusqlite::Connection::open(path).unwrap();
+    c.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
     let mut done = 0;
     while done < n {
         let chunk = (n - done).min(100_000);
-        s.with_connection(|c| {
+        {
             let tx = c.transaction().unwrap();
             tx.execute(
                 "WITH RECURSIVE k(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM k WHERE i < ?2)
@@ -79,7 +82,7 @@ fn fill(s: &codemode_sqlite::SqliteStore, n: usize) {
             )
             .unwrap();
             tx.commit().unwrap();
-        });
+        }
         done += chunk;
     }
 }
@@ -92,7 +95,7 @@ async fn completed_executions_leave_the_cost_of_a_run_unchanged() {
     let now = n as i64 + 10;
     let (empty_p50, empty_p90) = runs(&s, "empty", now).await;
     let filling = Instant::now();
-    fill(&s, n);
+    fill(&path, n);
     let filled = filling.elapsed();
     let (full_p50, full_p90) = runs(&s, "full", now + 10).await;
     let size = std::fs::metadata(&path).map_or(0, |m| m.len());

@@ -1,12 +1,15 @@
-//! The workspace connector `state`: durable text files kept in the runtime's store, so a
-//! model can write thousands of records to files and return a summary instead.
+//! The workspace connector `state`: durable text files kept in a [`FileStore`] (usually the
+//! runtime's own store), so a model can write thousands of records to files and return a
+//! summary instead.
 //!
-//! [`Workspace`] is one named workspace on a [`Store`]: the server reads it for a file
+//! [`Workspace`] is one named workspace on a file store: the server reads it for a file
 //! browser ([`Workspace::list`], [`Workspace::read`]) and saves a value too large to show
 //! ([`Workspace::save_value`]). [`StateConnector`] puts it in the sandbox as a global:
 //! `state.readFile`, `writeFile`, `readJson`, `writeJson`, `appendFile`, `list`, `glob`,
 //! `stat`, `remove`. Writes are logged like every call, need no approval, and each has a
-//! revert that puts the file back as it was, so rolling an execution back undoes them.
+//! revert that puts the file back as it was, so rolling an execution back undoes them. On a
+//! store that keeps the executions too ([`codemode::StoreWithFiles`]), what a revert needs
+//! is freed when its execution is deleted or pruned.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 #![warn(missing_docs)]
 
@@ -19,7 +22,7 @@ mod connector;
 mod ops;
 pub mod path;
 
-use codemode::{Store, StoreError};
+use codemode::{FileStore, StoreError};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -133,10 +136,10 @@ pub enum WorkspaceError {
     Store(#[from] StoreError),
 }
 
-/// One named workspace on a store.
+/// One named workspace on a file store.
 #[derive(Clone)]
 pub struct Workspace {
-    store: Arc<dyn Store>,
+    store: Arc<dyn FileStore>,
     options: WorkspaceOptions,
 }
 
@@ -150,7 +153,10 @@ impl std::fmt::Debug for Workspace {
 
 impl Workspace {
     /// The workspace `options.workspace` on `store`; refuses a bad name.
-    pub fn new(store: Arc<dyn Store>, options: WorkspaceOptions) -> Result<Self, WorkspaceError> {
+    pub fn new(
+        store: Arc<dyn FileStore>,
+        options: WorkspaceOptions,
+    ) -> Result<Self, WorkspaceError> {
         let name = &options.workspace;
         let good = !name.is_empty()
             && name.len() <= 64
@@ -173,8 +179,8 @@ impl Workspace {
         &self.options
     }
 
-    /// The store it lives in.
-    pub fn store(&self) -> &Arc<dyn Store> {
+    /// The file store it lives in.
+    pub fn store(&self) -> &Arc<dyn FileStore> {
         &self.store
     }
 
@@ -185,6 +191,8 @@ impl Workspace {
 }
 
 /// Every workspace on `store` that holds a file, with its usage, ordered by name.
-pub async fn workspaces(store: &dyn Store) -> Result<Vec<codemode::WorkspaceUsage>, StoreError> {
+pub async fn workspaces(
+    store: &dyn FileStore,
+) -> Result<Vec<codemode::WorkspaceUsage>, StoreError> {
     store.workspaces().await
 }

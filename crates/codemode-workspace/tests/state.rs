@@ -1,6 +1,8 @@
 //! The `state` connector through a real runtime and sandbox, on SQLite and on PostgreSQL.
 
-use codemode::{EntryState, FileOp, Outcome, Runtime, RustConnector, RustTool, Store, ToolError};
+use codemode::{
+    EntryState, FileOp, Outcome, Runtime, RustConnector, RustTool, StoreWithFiles, ToolError,
+};
 use codemode_postgres::{PostgresStore, ScratchDatabase};
 use codemode_quickjs::QuickJsExecutor;
 use codemode_sqlite::SqliteStore;
@@ -14,7 +16,7 @@ use std::time::Duration;
 /// answers).
 async fn on_both_stores<F, Fut>(name: &str, case: F)
 where
-    F: Fn(Arc<dyn Store>) -> Fut,
+    F: Fn(Arc<dyn StoreWithFiles>) -> Fut,
     Fut: Future<Output = ()>,
 {
     on_both_stores_keeping_writes_for(name, codemode::DEFAULT_RETENTION_MIN_AGE, case).await;
@@ -24,7 +26,7 @@ where
 /// `min_age` (a write to `state` needs no approval, and is kept for its rollback).
 async fn on_both_stores_keeping_writes_for<F, Fut>(name: &str, min_age: Duration, case: F)
 where
-    F: Fn(Arc<dyn Store>) -> Fut,
+    F: Fn(Arc<dyn StoreWithFiles>) -> Fut,
     Fut: Future<Output = ()>,
 {
     let dir = tempfile::tempdir().unwrap();
@@ -42,12 +44,12 @@ where
     }
 }
 
-fn workspace(store: &Arc<dyn Store>, options: WorkspaceOptions) -> Workspace {
+fn workspace(store: &Arc<dyn StoreWithFiles>, options: WorkspaceOptions) -> Workspace {
     Workspace::new(store.clone(), options).unwrap()
 }
 
 /// A runtime with `state` over `ws` and `mail.send`, which requires approval.
-fn runtime(store: &Arc<dyn Store>, ws: &Workspace) -> Runtime {
+fn runtime(store: &Arc<dyn StoreWithFiles>, ws: &Workspace) -> Runtime {
     let mail = RustConnector::new("mail")
         .tool(RustTool::new("send", |_args: Value, _ctx| async move {
             Ok::<_, ToolError>(json!("sent"))
@@ -322,7 +324,7 @@ async fn undo_records_count_against_the_quota_and_rollback_still_restores() {
             char::from(b'a' + (x % 26) as u8)
         })
         .collect();
-    let run = |store: Arc<dyn Store>, dir: Option<std::path::PathBuf>| {
+    let run = |store: Arc<dyn StoreWithFiles>, dir: Option<std::path::PathBuf>| {
         let original = original.clone();
         async move {
             let ws = workspace(&store, WorkspaceOptions::default());

@@ -1,9 +1,72 @@
-//! Workspace files in the store: the records of the file part of [`Store`](crate::Store).
+//! Workspace files: the [`FileStore`] trait and its records.
 //!
-//! A workspace is a named set of text files (keyed by normalised absolute POSIX paths) kept
-//! in the same store as executions. Workspaces are named by configuration, not by runtime:
-//! two runtimes on one store configured with the same workspace name share its files. The
-//! store trusts the paths it is given; the connector that writes them normalises them first.
+//! A workspace is a named set of text files (keyed by normalised absolute POSIX paths). Its
+//! files live in a [`FileStore`], a trait apart from [`Store`]: an execution store does not
+//! owe it. Workspaces are named by configuration, not by runtime: two runtimes on one store
+//! configured with the same workspace name share its files. The store trusts the paths it
+//! is given; the connector that writes them normalises them first.
+
+use crate::store::{Store, StoreError};
+use async_trait::async_trait;
+
+/// Where the workspace connector's files live: text files per named workspace, and the undo
+/// records that put a file back as it was before a run changed it.
+///
+/// An execution store does not owe it. `codemode-sqlite` and `codemode-postgres` implement
+/// both traits on the same database; a store that keeps executions only leaves the
+/// workspace to another file store or runs without one. The file contract of
+/// `codemode-conformance` (`store_contract`, the file cases) holds every implementation to
+/// what these methods say.
+///
+/// # Undo records and executions
+/// A keyed change ([`FileChange::key`], `execution:seq`) keeps what the file held before as
+/// an undo record, which [`FileStore::revert_file_change`] puts back, and the workspace's
+/// quota counts the record's bytes until then. The record belongs to the execution its key
+/// names ([`key_execution`]). A store that implements both [`Store`] and `FileStore`
+/// ([`StoreWithFiles`]) keeps that execution id with the record and deletes the record in
+/// the same transaction that deletes the execution: by [`Store::delete_execution`], by
+/// [`Store::prune_executions`] and by the prune of [`Store::insert_execution`]. Once the
+/// execution is gone nothing can roll it back, so its records would only hold quota. A file
+/// store kept apart from the executions' store sees no delete or prune: its records stay,
+/// and count against the quota, until reverted.
+#[async_trait]
+pub trait FileStore: Send + Sync {
+    /// Applies one file change in one transaction: checks the file size limit and the
+    /// workspace quota (which counts undo records), writes, and (with a key) keeps what the
+    /// file was before. A limit exceeded writes nothing.
+    async fn change_file(&self, change: &FileChange) -> Result<FileChangeOutcome, StoreError>;
+
+    /// Puts the file a keyed change touched back as it was before that change (removing it
+    /// when it did not exist), ignoring the limits, and frees the undo record; true if it
+    /// did, false when the key is unknown, was reverted already, or its execution is gone.
+    async fn revert_file_change(
+        &self,
+        workspace: &str,
+        key: &str,
+        at_ms: i64,
+    ) -> Result<bool, StoreError>;
+
+    /// One file with its content.
+    async fn read_file(
+        &self,
+        workspace: &str,
+        path: &str,
+    ) -> Result<Option<StoredFile>, StoreError>;
+
+    /// Metadata of the files whose path starts with `prefix` (the raw text), ordered by path.
+    async fn list_files(&self, workspace: &str, prefix: &str) -> Result<Vec<FileInfo>, StoreError>;
+
+    /// Every workspace that holds a file, ordered by name, with its files' usage.
+    async fn workspaces(&self) -> Result<Vec<WorkspaceUsage>, StoreError>;
+}
+
+/// A store of executions that keeps workspace files in the same database, so that deleting
+/// or pruning an execution deletes its undo records with it (see [`FileStore`]). Every type
+/// that implements both traits is one; an `Arc<dyn StoreWithFiles>` coerces to an
+/// `Arc<dyn Store>` and to an `Arc<dyn FileStore>`.
+pub trait StoreWithFiles: Store + FileStore {}
+
+impl<T: Store + FileStore> StoreWithFiles for T {}
 
 /// One file's metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,10 +109,11 @@ pub struct FileChange {
     /// What to do.
     pub op: FileOp,
     /// An idempotency key (`execution:seq`). With one, the store keeps what the file was
-    /// before, for [`Store::revert_file_change`](crate::Store::revert_file_change), and a
-    /// change whose key was already applied is not applied again (its first outcome is
-    /// returned with `repeated` set). Without one, nothing is kept. The undo record goes
-    /// when the execution the key names ([`key_execution`]) is deleted or pruned.
+    /// before, for [`FileStore::revert_file_change`], and a change whose key was already
+    /// applied is not applied again (its first outcome is returned with `repeated` set).
+    /// Without one, nothing is kept. The undo record goes when the execution the key names
+    /// ([`key_execution`]) is deleted or pruned, in a store that keeps both (see
+    /// [`FileStore`]).
     pub key: Option<String>,
     /// The most bytes all the workspace's files may hold together after the change.
     pub quota_bytes: u64,

@@ -2,7 +2,8 @@
 //! durable runtime behind it.
 //!
 //! The crate knows no engine, database or protocol. A sandbox engine implements
-//! [`Executor`], a database implements [`Store`], and a service implements [`Connector`].
+//! [`Executor`], a database implements [`Store`] (and, for the workspace connector's files,
+//! [`FileStore`]), and a service implements [`Connector`].
 //! [`Runtime`] ties them together: it logs every connector call, replays the log on every
 //! pass, pauses for approval, and rolls back.
 //!
@@ -46,7 +47,10 @@ pub use executor::{
     ExecuteRequest, ExecuteResult, Executor, Host, HostCall, HostReply, Namespace, PassEnd,
     SDK_NAMESPACE,
 };
-pub use files::{FileChange, FileChangeOutcome, FileInfo, FileOp, StoredFile, WorkspaceUsage};
+pub use files::{
+    FileChange, FileChangeOutcome, FileInfo, FileOp, FileStore, StoreWithFiles, StoredFile,
+    WorkspaceUsage,
+};
 pub use model::{
     audit_view, now_ms, Actor, ApprovalScope, Decision, DecisionKind, Execution, ExecutionSummary,
     LogEntry, Outcome, PendingAction, RevertFailure, RollbackReport, Snippet, CODE_PREVIEW_CHARS,

@@ -4,7 +4,6 @@
 //! but never each other's history. Every status change is a compare-and-set on the status
 //! the caller expects, so that many nodes can share one store and exactly one wins a race.
 
-use crate::files::{FileChange, FileChangeOutcome, FileInfo, StoredFile, WorkspaceUsage};
 use crate::model::{Decision, Execution, ExecutionSummary, LogEntry, PendingAction, Snippet};
 use crate::status::ExecutionStatus;
 use async_trait::async_trait;
@@ -229,7 +228,9 @@ pub enum StoreError {
 /// Where executions, logs and snippets live.
 ///
 /// `codemode-sqlite` keeps them in one file; `codemode-postgres` in a database that many
-/// nodes share. A new store must pass the store contract of `codemode-conformance`.
+/// nodes share. A new store must pass the store contract of `codemode-conformance`; it owes
+/// executions only. The workspace connector's files are a trait of their own,
+/// [`FileStore`](crate::files::FileStore), which both of those stores implement too.
 /// Applications usually read through the [`Runtime`](crate::Runtime) (`execution`,
 /// `executions`, `pending`), but the store can be read directly, e.g. for an audit export:
 ///
@@ -367,9 +368,10 @@ pub trait Store: Send + Sync {
     /// not hold it.
     async fn release(&self, runtime: &str, id: &str, owner: &str) -> Result<bool, StoreError>;
 
-    /// Deletes one terminal execution, its log and the undo records of the workspace
-    /// changes its calls made, unless a live lease holds it (`now_ms` decides); running and
-    /// paused ones are refused.
+    /// Deletes one terminal execution and its log, unless a live lease holds it (`now_ms`
+    /// decides); running and paused ones are refused. A store that also keeps workspace
+    /// files deletes the execution's undo records in the same transaction (see
+    /// [`FileStore`](crate::files::FileStore)).
     async fn delete_execution(
         &self,
         runtime: &str,
@@ -377,8 +379,8 @@ pub trait Store: Send + Sync {
         now_ms: i64,
     ) -> Result<Deletion, StoreError>;
 
-    /// Deletes terminal executions beyond the newest `keep`, with their logs and workspace
-    /// undo records; returns how many.
+    /// Deletes terminal executions beyond the newest `keep`, with their logs (and, in a store
+    /// that also keeps workspace files, their undo records); returns how many.
     async fn prune_executions(&self, runtime: &str, keep: usize) -> Result<usize, StoreError>;
 
     /// Running and paused executions last updated before `before_ms` (running ones only
@@ -431,32 +433,4 @@ pub trait Store: Send + Sync {
 
     /// Deletes a snippet; returns whether it existed.
     async fn delete_snippet(&self, runtime: &str, name: &str) -> Result<bool, StoreError>;
-
-    /// Applies one file change in one transaction: checks the file size limit and the
-    /// workspace quota, writes, and (with a key) keeps what the file was before. A limit
-    /// exceeded writes nothing. Workspaces are named by configuration, not by runtime.
-    async fn change_file(&self, change: &FileChange) -> Result<FileChangeOutcome, StoreError>;
-
-    /// Puts the file a keyed change touched back as it was before that change (removing it
-    /// when it did not exist), ignoring the limits; true if it did, false when the key is
-    /// unknown or was reverted already.
-    async fn revert_file_change(
-        &self,
-        workspace: &str,
-        key: &str,
-        at_ms: i64,
-    ) -> Result<bool, StoreError>;
-
-    /// One file with its content.
-    async fn read_file(
-        &self,
-        workspace: &str,
-        path: &str,
-    ) -> Result<Option<StoredFile>, StoreError>;
-
-    /// Metadata of the files whose path starts with `prefix` (the raw text), ordered by path.
-    async fn list_files(&self, workspace: &str, prefix: &str) -> Result<Vec<FileInfo>, StoreError>;
-
-    /// Every workspace that holds a file, ordered by name.
-    async fn workspaces(&self) -> Result<Vec<WorkspaceUsage>, StoreError>;
 }

@@ -1,10 +1,12 @@
-//! Workspace files: changes checked against their limits in one transaction, keyed changes
-//! applied once and reverted to what the file held before, listings by raw prefix.
+//! Workspace files ([`FileStore`]): changes checked against their limits in one transaction,
+//! keyed changes applied once and reverted to what the file held before, listings by raw
+//! prefix; and, for a store that keeps executions too ([`StoreWithFiles`]), undo records that
+//! go with their execution.
 
 use super::{execution, insert, lease, move_through, FAR, RT};
 use codemode::{
-    Deletion, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo, FileOp, Store,
-    WorkspaceUsage,
+    Deletion, ExecutionStatus, FileChange, FileChangeOutcome, FileInfo, FileOp, FileStore,
+    StoreWithFiles, WorkspaceUsage,
 };
 
 fn change(path: &str, op: FileOp, key: Option<&str>) -> FileChange {
@@ -19,7 +21,7 @@ fn change(path: &str, op: FileOp, key: Option<&str>) -> FileChange {
     }
 }
 
-async fn text(store: &dyn Store, path: &str) -> Option<String> {
+async fn text(store: &dyn FileStore, path: &str) -> Option<String> {
     store.read_file("w", path).await.unwrap().map(|f| f.content)
 }
 
@@ -34,7 +36,7 @@ fn applied(size: Option<u64>, existed: bool, used_bytes: u64, repeated: bool) ->
 
 /// Write, append and remove change the file; sizes are UTF-8 bytes; a keyed change applied
 /// twice is applied once, and its second outcome says so.
-pub async fn file_changes_apply_once_per_key_and_count_bytes(store: &dyn Store) {
+pub async fn file_changes_apply_once_per_key_and_count_bytes(store: &dyn FileStore) {
     let w = change("/a", FileOp::Write("é".into()), Some("e:0"));
     assert_eq!(
         store.change_file(&w).await.unwrap(),
@@ -71,7 +73,7 @@ pub async fn file_changes_apply_once_per_key_and_count_bytes(store: &dyn Store) 
 
 /// What a keyed change keeps for its revert counts against the quota until the revert
 /// frees it; a change without a key keeps nothing.
-pub async fn undo_records_count_against_the_quota_until_reverted(store: &dyn Store) {
+pub async fn undo_records_count_against_the_quota_until_reverted(store: &dyn FileStore) {
     let unkeyed = change("/a", FileOp::Write("0123456789".into()), None);
     assert_eq!(
         store.change_file(&unkeyed).await.unwrap(),
@@ -104,7 +106,7 @@ pub async fn undo_records_count_against_the_quota_until_reverted(store: &dyn Sto
 }
 
 /// A change past the file limit or the quota writes nothing, not even its undo record.
-pub async fn a_file_change_over_a_limit_writes_nothing(store: &dyn Store) {
+pub async fn a_file_change_over_a_limit_writes_nothing(store: &dyn FileStore) {
     store
         .change_file(&change("/a", FileOp::Write("0123456789".into()), None))
         .await
@@ -151,7 +153,7 @@ pub async fn a_file_change_over_a_limit_writes_nothing(store: &dyn Store) {
 
 /// Reverting keyed changes newest first puts back the content before each (removing a file
 /// that did not exist); a revert happens once.
-pub async fn reverting_file_changes_restores_what_was_there(store: &dyn Store) {
+pub async fn reverting_file_changes_restores_what_was_there(store: &dyn FileStore) {
     store
         .change_file(&change("/a", FileOp::Write("old".into()), None))
         .await
@@ -191,7 +193,7 @@ pub async fn reverting_file_changes_restores_what_was_there(store: &dyn Store) {
 }
 
 /// Files list by raw prefix in byte order; workspaces keep separate files and usage.
-pub async fn files_list_by_prefix_and_workspaces_stay_apart(store: &dyn Store) {
+pub async fn files_list_by_prefix_and_workspaces_stay_apart(store: &dyn FileStore) {
     for path in ["/d/b", "/d/a", "/d%/x", "/d/B", "/dd", "/e"] {
         store
             .change_file(&change(path, FileOp::Write("12".into()), None))
@@ -237,7 +239,9 @@ pub async fn files_list_by_prefix_and_workspaces_stay_apart(store: &dyn Store) {
 /// Deleting an execution, pruning it, and the prune of an insert each drop the undo records
 /// of the file changes its calls made (keys `execution:seq`), and only theirs: the files
 /// stay as they are, and an execution whose id merely starts the same keeps its records.
-pub async fn deleting_or_pruning_an_execution_drops_its_file_undo_records(store: &dyn Store) {
+pub async fn deleting_or_pruning_an_execution_drops_its_file_undo_records(
+    store: &dyn StoreWithFiles,
+) {
     for (at, id) in [(1, "a"), (2, "b"), (3, "c"), (4, "d")] {
         insert(store, RT, id, at, "n", FAR).await;
         move_through(store, RT, id, &[ExecutionStatus::Completed], at).await;
@@ -297,4 +301,64 @@ pub async fn deleting_or_pruning_an_execution_drops_its_file_undo_records(store:
         "ab is not a, nor an execution of a"
     );
     assert_eq!(text(store, "/d").await, None);
+}
+
+/// The bytes workspace `w` holds (files and undo records), as a change that writes nothing
+/// reports them.
+async fn used(store: &dyn FileStore) -> u64 {
+    let nothing = change("/nothing", FileOp::Remove, None);
+    match store.change_file(&nothing).await.unwrap() {
+        FileChangeOutcome::Applied { used_bytes, .. } => used_bytes,
+        other => panic!("removing a missing file was refused: {other:?}"),
+    }
+}
+
+/// The quota stops counting an execution's undo records once the execution is deleted or
+/// pruned: what they kept is freed for new writes, and the files stay as they are.
+pub async fn deleting_or_pruning_an_execution_frees_the_quota_its_undo_records_held(
+    store: &dyn StoreWithFiles,
+) {
+    for (at, id) in [(1, "p"), (2, "q")] {
+        insert(store, RT, id, at, "n", FAR).await;
+        move_through(store, RT, id, &[ExecutionStatus::Completed], at).await;
+    }
+    let first = change("/f", FileOp::Write("0123456789".into()), None);
+    store.change_file(&first).await.unwrap();
+    let by_p = change("/f", FileOp::Write("abcde".into()), Some("p:0"));
+    store.change_file(&by_p).await.unwrap();
+    let by_q = change("/f", FileOp::Write("fghij".into()), Some("q:0"));
+    assert_eq!(
+        store.change_file(&by_q).await.unwrap(),
+        applied(Some(5), true, 20, false),
+        "5 bytes of file, and the 10 and 5 bytes p and q kept"
+    );
+    let more = change("/g", FileOp::Write("x".into()), None);
+    assert_eq!(
+        store.change_file(&more).await.unwrap(),
+        FileChangeOutcome::OverQuota {
+            used: 20,
+            needed: 21,
+            quota: 20
+        }
+    );
+
+    let deleted = store.delete_execution(RT, "q", 10).await.unwrap();
+    assert_eq!(deleted, Deletion::Deleted(ExecutionStatus::Completed));
+    assert_eq!(used(store).await, 15, "q's 5 kept bytes outlived q");
+    assert_eq!(
+        store.prune_executions(RT, 0).await.unwrap(),
+        1,
+        "p is pruned"
+    );
+    assert_eq!(used(store).await, 5, "p's 10 kept bytes outlived its prune");
+    assert_eq!(
+        store.change_file(&more).await.unwrap(),
+        applied(Some(1), false, 6, false),
+        "the freed bytes take new writes"
+    );
+    assert_eq!(
+        text(store, "/f").await.as_deref(),
+        Some("fghij"),
+        "a file stays"
+    );
 }

@@ -1,10 +1,15 @@
-//! The contract of the [`Store`] trait, as cases any store is held to.
+//! The contracts of the [`Store`] and [`FileStore`](codemode::FileStore) traits, as cases any store is held to.
 //!
 //! Each case is an `async fn` that takes a fresh, empty store and panics, naming the broken
-//! rule, when the store breaks the contract.
-//! [`for_each_store_contract_case!`](crate::for_each_store_contract_case) lists every case,
-//! and each store's test file (`tests/store_contract_*.rs`) turns that list into one test
-//! per case, each on a store of its own. What only one store can show (two connections
+//! rule, when the store breaks the contract. Three lists name them, one per kind of store:
+//! [`for_each_store_contract_case!`](crate::for_each_store_contract_case), what every store
+//! of executions owes (and all a new one owes);
+//! [`for_each_file_store_contract_case!`](crate::for_each_file_store_contract_case), what a
+//! store of workspace files owes; and
+//! [`for_each_store_with_files_contract_case!`](crate::for_each_store_with_files_contract_case),
+//! what a store that keeps both owes besides (an execution's undo records go with it). Each
+//! store's test file (`tests/store_contract_*.rs`) turns the lists it implements into one
+//! test per case, each on a store of its own. What only one store can show (two connections
 //! racing on one SQLite file, rows left in its tables) stays in that store's crate.
 
 mod archive;
@@ -35,7 +40,8 @@ use codemode::{
 };
 use serde_json::json;
 
-/// Calls the macro `$then!` with the name of every contract case, comma-separated.
+/// Calls the macro `$then!` with the name of every case of the execution store's contract
+/// ([`Store`]; each takes a `&dyn Store`), comma-separated.
 #[macro_export]
 macro_rules! for_each_store_contract_case {
     ($then:ident) => {
@@ -78,14 +84,36 @@ macro_rules! for_each_store_contract_case {
             snippets_are_saved_replaced_listed_by_name_and_deleted,
             runtime_names_keep_separate_executions,
             runtime_names_keep_separate_snippets,
+            text_with_nul_characters_round_trips_exactly,
+            the_audit_trail_outlives_pruning_and_deletion_until_its_max_age,
+        }
+    };
+}
+
+/// Calls the macro `$then!` with the name of every case of the workspace files' contract
+/// ([`FileStore`](codemode::FileStore); each takes a `&dyn FileStore`), comma-separated.
+#[macro_export]
+macro_rules! for_each_file_store_contract_case {
+    ($then:ident) => {
+        $then! {
             file_changes_apply_once_per_key_and_count_bytes,
             a_file_change_over_a_limit_writes_nothing,
             undo_records_count_against_the_quota_until_reverted,
             reverting_file_changes_restores_what_was_there,
             files_list_by_prefix_and_workspaces_stay_apart,
+        }
+    };
+}
+
+/// Calls the macro `$then!` with the name of every case a store that keeps executions and
+/// workspace files together owes besides both contracts ([`StoreWithFiles`](codemode::StoreWithFiles); each takes a
+/// `&dyn StoreWithFiles`), comma-separated.
+#[macro_export]
+macro_rules! for_each_store_with_files_contract_case {
+    ($then:ident) => {
+        $then! {
             deleting_or_pruning_an_execution_drops_its_file_undo_records,
-            text_with_nul_characters_round_trips_exactly,
-            the_audit_trail_outlives_pruning_and_deletion_until_its_max_age,
+            deleting_or_pruning_an_execution_frees_the_quota_its_undo_records_held,
         }
     };
 }
@@ -316,10 +344,15 @@ mod tests {
         };
     }
 
-    /// A case defined but missing from the list would never run against any store.
+    /// A case defined but missing from the lists would never run against any store.
     #[test]
     fn every_case_is_listed_exactly_once() {
-        let list = crate::for_each_store_contract_case!(names);
+        let list: Vec<&str> = [
+            &crate::for_each_store_contract_case!(names)[..],
+            &crate::for_each_file_store_contract_case!(names)[..],
+            &crate::for_each_store_with_files_contract_case!(names)[..],
+        ]
+        .concat();
         let listed: BTreeSet<&str> = list.iter().copied().collect();
         assert_eq!(listed.len(), list.len(), "a case is listed twice");
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store_contract");

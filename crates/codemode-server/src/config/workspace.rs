@@ -1,6 +1,6 @@
 //! `[workspace]`: the durable files the sandbox reaches as the global `state`.
 
-use codemode::Store;
+use codemode::FileStore;
 use codemode_workspace::{Workspace, WorkspaceError, WorkspaceOptions};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -51,7 +51,7 @@ impl WorkspaceSection {
     }
 
     /// The workspace on `store`, or `None` when `enabled = false`; refuses a bad name.
-    pub fn open(&self, store: Arc<dyn Store>) -> Result<Option<Workspace>, WorkspaceError> {
+    pub fn open(&self, store: Arc<dyn FileStore>) -> Result<Option<Workspace>, WorkspaceError> {
         match self.enabled {
             true => Workspace::new(store, self.options()).map(Some),
             false => Ok(None),

@@ -1,0 +1,193 @@
+//! The demo's tables in the store's SQLite file, on a connection of the demo's own.
+
+use crate::error::{tool_error, DemoError};
+use codemode::ToolError;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// How long a statement waits for the file's write lock (held by the store for one
+/// transaction at a time, or by another process).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The demo's tables in a SQLite file (the store's), on a connection of its own.
+///
+/// The store and the demo take the file's write lock one transaction at a time; each waits
+/// for the other up to a busy timeout, as two processes sharing the file do. The store's
+/// writer checkpoints the WAL: the demo's connection never does.
+#[derive(Clone)]
+pub struct TaskDb {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl TaskDb {
+    /// Opens the SQLite file at `path` (the store's, which the store has created) and
+    /// creates the demo tables in it if needed.
+    pub fn open(path: impl AsRef<Path>) -> Result<TaskDb, DemoError> {
+        let path = path.as_ref();
+        let shown = path.display();
+        // Never created here: a file the store has not made would be refused by it later.
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| {
+            DemoError(format!(
+                "cannot open {shown} for the demo tasks (open the store there first): {e}"
+            ))
+        })?;
+        let prepared = conn
+            .busy_timeout(BUSY_TIMEOUT)
+            .and_then(|()| conn.pragma_update(None, "wal_autocheckpoint", 0))
+            .and_then(|()| conn.pragma_update(None, "synchronous", "NORMAL"))
+            .and_then(|()| {
+                conn.execute_batch(
+                    "CREATE TABLE IF NOT EXISTS demo_tasks (
+                         id INTEGER PRIMARY KEY AUTOINCREMENT,
+                         title TEXT NOT NULL,
+                         done INTEGER NOT NULL DEFAULT 0,
+                         call_key TEXT UNIQUE
+                     );
+                     CREATE TABLE IF NOT EXISTS demo_notes (
+                         id INTEGER PRIMARY KEY AUTOINCREMENT,
+                         text TEXT NOT NULL,
+                         call_key TEXT UNIQUE
+                     );",
+                )
+            });
+        prepared
+            .map_err(|e| DemoError(format!("cannot create the demo tables in {shown}: {e}")))?;
+        Ok(TaskDb {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `f` on the connection on a blocking thread (a statement may wait for the file's
+    /// write lock). A transaction `f` opens is rolled back if it does not commit.
+    async fn with<T, F>(&self, f: F) -> Result<T, ToolError>
+    where
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let conn = self.conn.clone();
+        let ran = tokio::task::spawn_blocking(move || {
+            // A panic under the lock left no transaction open: `Transaction` rolls back on drop.
+            let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut conn)
+        })
+        .await;
+        match ran {
+            Ok(done) => done.map_err(tool_error),
+            Err(e) => Err(tool_error(format!("a statement stopped: {e}"))),
+        }
+    }
+
+    /// Every task and note, read in one snapshot.
+    pub async fn list(&self) -> Result<Value, ToolError> {
+        self.with(|c| {
+            let snapshot = c.transaction()?;
+            let tasks = snapshot
+                .prepare_cached("SELECT id, title, done FROM demo_tasks ORDER BY id")?
+                .query_map([], task_json)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let notes = snapshot
+                .prepare_cached("SELECT id, text FROM demo_notes ORDER BY id")?
+                .query_map([], note_json)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            snapshot.commit()?;
+            Ok(json!({"tasks": tasks, "notes": notes}))
+        })
+        .await
+    }
+
+    /// Creates a task once per call key (a re-run after a crash finds the same task).
+    pub async fn create(&self, title: &str, key: &str) -> Result<Value, ToolError> {
+        let (title, key) = (title.to_owned(), key.to_owned());
+        self.with(move |c| {
+            insert_once(
+                c,
+                "INSERT INTO demo_tasks (title, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING RETURNING id, title, done",
+                "SELECT id, title, done FROM demo_tasks WHERE call_key = ?1",
+                &title,
+                &key,
+                task_json,
+            )
+        })
+        .await
+    }
+
+    /// Marks a task done (or open again); an unknown id is an error the code can catch.
+    pub async fn set_done(&self, id: i64, done: bool) -> Result<Value, ToolError> {
+        let row = self
+            .with(move |c| {
+                c.prepare_cached(
+                    "UPDATE demo_tasks SET done = ?2 WHERE id = ?1 RETURNING id, title, done",
+                )?
+                .query_row(params![id, done as i64], task_json)
+                .optional()
+            })
+            .await?;
+        row.ok_or_else(|| ToolError(format!("no task with id {id}")))
+    }
+
+    /// Deletes a task (the revert of `create_task`).
+    pub async fn delete(&self, id: i64) -> Result<(), ToolError> {
+        self.with(move |c| c.execute("DELETE FROM demo_tasks WHERE id = ?1", [id]))
+            .await
+            .map(|_| ())
+    }
+
+    /// Adds a note once per call key.
+    pub async fn add_note(&self, text: &str, key: &str) -> Result<Value, ToolError> {
+        let (text, key) = (text.to_owned(), key.to_owned());
+        self.with(move |c| {
+            insert_once(
+                c,
+                "INSERT INTO demo_notes (text, call_key) VALUES (?1, ?2) ON CONFLICT(call_key) DO NOTHING RETURNING id, text",
+                "SELECT id, text FROM demo_notes WHERE call_key = ?1",
+                &text,
+                &key,
+                note_json,
+            )
+        })
+        .await
+    }
+
+    /// Removes a note (the revert of `add_note`).
+    pub async fn delete_note(&self, id: i64) -> Result<(), ToolError> {
+        self.with(move |c| c.execute("DELETE FROM demo_notes WHERE id = ?1", [id]))
+            .await
+            .map(|_| ())
+    }
+}
+
+/// A `demo_tasks` row (`id, title, done`) as JSON.
+fn task_json(r: &rusqlite::Row) -> rusqlite::Result<Value> {
+    Ok(
+        json!({"id": r.get::<_, i64>(0)?, "title": r.get::<_, String>(1)?, "done": r.get::<_, i64>(2)? != 0}),
+    )
+}
+
+/// A `demo_notes` row (`id, text`) as JSON.
+fn note_json(r: &rusqlite::Row) -> rusqlite::Result<Value> {
+    Ok(json!({"id": r.get::<_, i64>(0)?, "text": r.get::<_, String>(1)?}))
+}
+
+/// Inserts a row once per call key: `insert` (`… ON CONFLICT DO NOTHING RETURNING` the row)
+/// with `value` and `key`; when the key was used before, `select` reads the row it made.
+fn insert_once(
+    c: &Connection,
+    insert: &str,
+    select: &str,
+    value: &str,
+    key: &str,
+    row: fn(&rusqlite::Row) -> rusqlite::Result<Value>,
+) -> rusqlite::Result<Value> {
+    let made = c
+        .prepare_cached(insert)?
+        .query_row(params![value, key], row)
+        .optional()?;
+    match made {
+        Some(made) => Ok(made),
+        None => c.prepare_cached(select)?.query_row([key], row),
+    }
+}
