@@ -3,6 +3,10 @@
 //! PostgreSQL see the same tasks and a restart loses nothing.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
+mod kind;
+
+pub use kind::{DemoConfig, DemoKind, DEMO_NAME};
+
 use codemode::{CallContext, RustConnector, RustTool, ToolError};
 use codemode_sqlite::SqliteStore;
 use rusqlite::{params, Connection, OptionalExtension};

@@ -16,6 +16,7 @@ mod config;
 mod connector;
 mod env;
 mod error;
+mod kind;
 mod names;
 mod result;
 mod session;
@@ -28,6 +29,7 @@ pub use config::{
 pub use connector::{ClientOptions, McpConnector};
 pub use env::{EnvValue, INHERITED_ENV};
 pub use error::{Cause, ConnectError};
+pub use kind::McpKind;
 pub use result::map_result;
 
 /// Installs the process-wide rustls provider (ring) unless one is installed already.

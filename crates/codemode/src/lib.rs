@@ -20,6 +20,7 @@ pub mod discovery;
 pub mod error;
 pub mod executor;
 pub mod files;
+pub mod kind;
 pub mod model;
 pub mod policy;
 pub mod runtime;
