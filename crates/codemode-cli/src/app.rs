@@ -171,7 +171,7 @@ pub type OpenedStore = (Arc<dyn Store>, Option<demo::Tasks>, String, String);
 /// Opens the store named by the settings (and the demo's tables on it when the demo is on).
 pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
     let configured = settings.config.connectors.values();
-    let demo = settings.demo || configured.into_iter().any(|c| c.kind() == "demo");
+    let keeps_tasks = settings.demo || configured.into_iter().any(|c| c.kind() == demo::DEMO_KIND);
     Ok(match &settings.store {
         StoreUrl::Sqlite(db_path) => {
             if let Some(dir) = db_path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -185,7 +185,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                     .with_retention_min_age(settings.config.retention.min_age())
                     .with_audit_max_age(settings.config.retention.audit_max_age()),
             );
-            let tasks = match demo {
+            let tasks = match keeps_tasks {
                 true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(store.clone())?)),
                 false => None,
             };
@@ -206,7 +206,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                 .with_context(|| format!("cannot open the store {shown}"))?
                 .with_retention_min_age(settings.config.retention.min_age())
                 .with_audit_max_age(settings.config.retention.audit_max_age());
-            let tasks = match demo {
+            let tasks = match keeps_tasks {
                 true => Some(demo::Tasks::Postgres(demo::PgTasks::open(url).await?)),
                 false => None,
             };

@@ -9,6 +9,8 @@ use codemode::kind::{
 
 /// The demo's global: its tools are made under this name.
 pub const DEMO_NAME: &str = "tasks";
+/// The demo kind's `type` name.
+pub const DEMO_KIND: &str = "demo";
 
 /// The demo's table has no keys of its own.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
@@ -34,7 +36,7 @@ impl ConnectorKind for DemoKind {
     type Config = DemoConfig;
 
     fn name(&self) -> &str {
-        "demo"
+        DEMO_KIND
     }
 
     async fn start(

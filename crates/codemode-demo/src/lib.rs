@@ -5,7 +5,7 @@
 
 mod kind;
 
-pub use kind::{DemoConfig, DemoKind, DEMO_NAME};
+pub use kind::{DemoConfig, DemoKind, DEMO_KIND, DEMO_NAME};
 
 use codemode::{CallContext, RustConnector, RustTool, ToolError};
 use codemode_sqlite::SqliteStore;

@@ -149,7 +149,7 @@ fn a_transport_is_given_exactly_once() {
 fn a_name_other_than_the_key_is_refused() {
     let err = error("[connectors.gh]\ntype = \"openapi\"\nspec = \"s.json\"\nname = \"other\"\n");
     assert!(
-        err.contains("connectors.gh") && err.contains("[connectors.other]"),
+        err.contains("connectors.gh: ") && err.contains("connectors.other"),
         "{err}"
     );
 }

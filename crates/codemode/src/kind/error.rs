@@ -28,6 +28,14 @@ pub enum KindError {
         /// The registered kinds.
         known: Vec<String>,
     },
+    /// A call cap or timeout of 0.
+    #[error("`{key} = 0` would {what}; use at least 1, or leave it out for the default")]
+    Zero {
+        /// Where: `connectors.NAME.KEY`.
+        key: String,
+        /// What 0 would do.
+        what: String,
+    },
     /// A key (or the whole table) that cannot be used.
     #[error("{key}: {message}")]
     Invalid {

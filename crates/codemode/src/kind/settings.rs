@@ -54,11 +54,9 @@ impl ConnectorSettings {
 
     /// Refuses call caps and call timeouts of 0, naming the key.
     pub fn check(&self) -> Result<(), KindError> {
-        let zero = |key: &str, what: &str| KindError::Invalid {
+        let zero = |key: &str, what: &str| KindError::Zero {
             key: format!("connectors.{}.{key}", self.name),
-            message: format!(
-                "`{key} = 0` would {what}; use at least 1, or leave it out for the default"
-            ),
+            what: what.to_string(),
         };
         if self.max_in_flight == Some(0) {
             return Err(zero("max_in_flight", "let no call run"));
@@ -76,7 +74,7 @@ impl ConnectorSettings {
         if let Some(given) = given.filter(|g| !g.is_empty() && g != name) {
             return Err(KindError::Invalid {
                 key: format!("connectors.{name}"),
-                message: format!("`name = {given:?}` differs from the table's key; the key is the name: drop `name`, or write [connectors.{given}]"),
+                message: format!("`name = {given:?}` differs from the table's key; the key is the name: drop `name`, or make the table connectors.{given}"),
             });
         }
         let settings = ConnectorSettings {
@@ -149,14 +147,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("connectors.api.max_in_flight") && e.contains("at least 1"),
+            e.starts_with("`connectors.api.max_in_flight = 0` would let no call run"),
             "{e}"
         );
         let mut t = table(json!({"name": "other"}));
         let e = ConnectorSettings::take("api", &mut t)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("[connectors.other]"), "{e}");
+        assert!(e.contains("the table connectors.other"), "{e}");
         let mut t = table(json!({"name": "api"}));
         assert!(ConnectorSettings::take("api", &mut t).is_ok());
     }
