@@ -3,10 +3,11 @@
 use crate::config::{self, StoreUrl};
 pub use crate::output::shell_word as quote;
 use anyhow::{Context, Result};
+use codemode::kind::{ConnectorKinds, HostResources};
 use codemode::{Executor, Runtime, StoreWithFiles};
 use codemode_demo as demo;
-use codemode_mcp::{McpConfig, McpTransport};
-use codemode_openapi::OpenApiConfig;
+use codemode_mcp::{McpConfig, McpKind, McpTransport};
+use codemode_openapi::{OpenApiConfig, OpenApiKind};
 use codemode_quickjs::{
     ProcessExecutor, ProcessOptions, QuickJsExecutor, QuickJsOptions, WorkerCommand,
 };
@@ -60,9 +61,16 @@ fn split_flag<'a>(flag: &str, value: &'a str) -> Result<(&'a str, &'a str)> {
         .with_context(|| format!("--{flag} {value:?}: expected NAME=VALUE"))
 }
 
+/// The connector kinds this binary starts: the server's built-in kinds and the demo's.
+pub fn kinds() -> Result<ConnectorKinds> {
+    Ok(codemode_server::config::builtin_kinds()?.with(demo::DemoKind)?)
+}
+
 /// The effective settings after flags override the file.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The connector kinds its tables are read with and its connectors started by.
+    pub kinds: ConnectorKinds,
     /// The parsed file (default when none).
     pub config: Config,
     /// Where the file was read from.
@@ -80,7 +88,8 @@ pub struct Settings {
 impl Settings {
     /// Reads the configuration and applies the flags.
     pub fn load(args: &CommonArgs) -> Result<Settings> {
-        let (config, config_path) = config::load(args.config.as_deref())?;
+        let kinds = kinds()?;
+        let (config, config_path) = config::load(args.config.as_deref(), &kinds)?;
         let store = args
             .store
             .clone()
@@ -93,11 +102,14 @@ impl Settings {
             let (name, cmd) = split_flag("mcp", v)?;
             let transport = McpTransport::stdio_command_line(cmd)
                 .with_context(|| format!("--mcp {name}={cmd}"))?;
-            config.add_mcp(McpConfig::new(name, transport));
+            config.add(McpKind::config(McpConfig::new(name, transport))?);
         }
         for v in &args.mcp_url {
             let (name, url) = split_flag("mcp-url", v)?;
-            config.add_mcp(McpConfig::new(name, McpTransport::http(url)));
+            config.add(McpKind::config(McpConfig::new(
+                name,
+                McpTransport::http(url),
+            ))?);
         }
         for v in &args.openapi {
             let (name, spec) = split_flag("openapi", v)?;
@@ -108,13 +120,14 @@ impl Settings {
             };
             let mut entry = OpenApiConfig::new(name, spec);
             entry.base_url = base;
-            config.add_openapi(entry);
+            config.add(OpenApiKind::config(entry)?);
         }
         if let Some(name) = &args.runtime {
             config.runtime = Some(name.clone());
         }
         let demo = args.demo || config.demo.unwrap_or(false) || config.connectors.is_empty();
         Ok(Settings {
+            kinds,
             timeout_ms: args.timeout_ms.or(config.limits.timeout_ms),
             memory_mb: args.memory_mb.or(config.limits.memory_mb),
             config,
@@ -157,6 +170,8 @@ pub type OpenedStore = (Arc<dyn StoreWithFiles>, Option<demo::Tasks>, String, St
 
 /// Opens the store named by the settings (and the demo's tables on it when the demo is on).
 pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
+    let configured = settings.config.connectors.values();
+    let keeps_tasks = settings.demo || configured.into_iter().any(|c| c.kind() == demo::DEMO_KIND);
     Ok(match &settings.store {
         StoreUrl::Sqlite(db_path) => {
             if let Some(dir) = db_path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -170,7 +185,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                     .with_retention_min_age(settings.config.retention.min_age())
                     .with_audit_max_age(settings.config.retention.audit_max_age()),
             );
-            let tasks = match settings.demo {
+            let tasks = match keeps_tasks {
                 true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(db_path)?)),
                 false => None,
             };
@@ -190,7 +205,7 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                 .with_context(|| format!("cannot open the store {shown}"))?
                 .with_retention_min_age(settings.config.retention.min_age())
                 .with_audit_max_age(settings.config.retention.audit_max_age());
-            let tasks = match settings.demo {
+            let tasks = match keeps_tasks {
                 true => Some(demo::Tasks::Postgres(demo::PgTasks::open(url).await?)),
                 false => None,
             };
@@ -232,10 +247,17 @@ pub async fn executor(settings: &Settings) -> Result<Arc<dyn Executor>> {
 /// Opens the store, starts the connectors and builds the runtime.
 pub async fn build(settings: &Settings) -> Result<App> {
     let (store, tasks, store_label, store_flag) = open_store(settings).await?;
-    let section = &settings.config.workspace;
-    let workspace = section
+    let workspace = settings
+        .config
+        .workspace
         .open(store.clone())
         .context("[workspace] in codemode.toml")?;
+    // What this host provides the connector kinds: the store, and where the demo's tasks are.
+    let files: Arc<dyn codemode::FileStore> = store.clone();
+    let mut host = HostResources::new().with(files);
+    if let Some(tasks) = tasks {
+        host.insert(tasks);
+    }
     let mut builder = Runtime::builder(store, executor(settings).await?);
     if let Some(carrier) = codemode_server::telemetry::carrier() {
         builder = builder.trace_carrier(carrier);
@@ -256,56 +278,28 @@ pub async fn build(settings: &Settings) -> Result<App> {
     if let Some(ms) = limits.lease_ms {
         builder = builder.lease(Duration::from_millis(ms));
     }
-    if let Some(tasks) = tasks {
-        builder = builder
-            .connector(demo::connector(tasks))
-            .hint("tasks", "the built-in demo to-do list");
+    // The demo first, then the configured connectors, then the workspace, each started by
+    // its kind.
+    let mut connectors = Vec::new();
+    if settings.demo {
+        connectors.push(demo::DemoKind::config()?);
     }
-    let (mut failed, mut warnings) = (Vec::new(), Vec::new());
-    for (name, connector) in &settings.config.connectors {
-        let progress = crate::progress::Progress::start(&format!("starting connector {name}"));
-        let started = codemode_server::start_connector_warned(connector).await;
-        progress.done();
-        match started {
-            Ok((c, warned)) => {
-                warnings.extend(warned.into_iter().map(|w| (name.clone(), w)));
-                builder = builder
-                    .connector_arc(c)
-                    .call_timeout_for(name.clone(), connector.call_timeout());
-                if let Some(n) = connector.max_in_flight() {
-                    builder = builder.max_in_flight_for(name.clone(), n);
-                }
-                if let Some(hint) = connector.hint() {
-                    builder = builder.hint(name.clone(), hint);
-                }
-            }
-            Err(e) => {
-                let error = format!("{e:#}");
-                tracing::warn!(connector = %name, %error, "connector not started");
-                builder = builder.unavailable_connector(name.clone(), error.clone());
-                failed.push((name.clone(), error));
-            }
-        }
-    }
-    // Last, so the configured connectors come first in listings.
-    if let Some(ws) = &workspace {
-        if settings.config.connectors.contains_key(&section.name) {
-            anyhow::bail!("the workspace global {0:?} is also a connector's name; rename the connector, set [workspace] name = \"…\", or enabled = false", section.name);
-        }
-        let connector = codemode_workspace::StateConnector::named(&section.name, ws.clone());
-        builder = builder.connector(connector).hint(
-            section.name.clone(),
-            "durable files: write large data to files and return a summary",
-        );
-    }
-    let runtime = builder.build().context("cannot build the runtime")?;
+    connectors.extend(settings.config.connectors_to_start()?);
+    let progress = crate::progress::Progress::start("starting connectors");
+    let started =
+        codemode_server::start_connectors(&settings.kinds, &connectors, &host, builder).await;
+    progress.done();
+    let runtime = started
+        .builder
+        .build()
+        .context("cannot build the runtime")?;
     runtime
         .tool_with(settings.config.tool.options())
         .context("[tool] description")?;
     Ok(App {
         runtime,
-        failed,
-        warnings,
+        failed: started.failed,
+        warnings: started.warnings,
         store_label,
         store_flag,
         workspace,

@@ -1,12 +1,14 @@
 //! Loading `codemode.toml` (its schema is `codemode_server::config`) and choosing the store.
 
 use anyhow::{bail, Context, Result};
+use codemode::kind::ConnectorKinds;
 use codemode_server::config::Config;
 use std::path::{Path, PathBuf};
 
-/// Loads the file (`explicit`, or `./codemode.toml` when it exists) and checks its store URL.
-pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>)> {
-    let (config, path) = Config::load(explicit)?;
+/// Loads the file (`explicit`, or `./codemode.toml` when it exists), its connectors of
+/// `kinds`, and checks its store URL.
+pub fn load(explicit: Option<&Path>, kinds: &ConnectorKinds) -> Result<(Config, Option<PathBuf>)> {
+    let (config, path) = Config::load_with(explicit, kinds)?;
     if let (Some(store), Some(path)) = (&config.store, &path) {
         StoreUrl::parse(store).with_context(|| format!("{}: field `store`", path.display()))?;
     }

@@ -2,7 +2,7 @@
 
 use crate::app::{self, CommonArgs, Settings};
 use anyhow::{bail, Context, Result};
-use codemode_mcp::{McpConfig, McpTransport};
+use codemode_mcp::{McpConfig, McpKind, McpTransport};
 use codemode_server::admission::{AdmissionOptions, DEFAULT_MAX_QUEUED, DEFAULT_MAX_RUNNING};
 use codemode_server::auth::Tokens;
 use codemode_server::ServerOptions;
@@ -41,7 +41,9 @@ pub async fn wrap(
     }
     let mut settings = Settings::load(common)?;
     let transport = McpTransport::stdio(command[0].clone(), command[1..].to_vec());
-    settings.config.add_mcp(McpConfig::new(name, transport));
+    settings
+        .config
+        .add(McpKind::config(McpConfig::new(name, transport))?);
     settings.demo = common.demo;
     if description.is_some() {
         settings.config.tool.description = description;

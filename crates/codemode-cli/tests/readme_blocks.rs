@@ -106,7 +106,8 @@ fn check_toml(text: &str, place: &str) {
         toml::from_str::<toml::Table>(text).unwrap_or_else(|e| panic!("{place}: {e}"));
         return;
     }
-    if let Err(e) = Config::parse(text, place) {
+    let kinds = codemode_cli::app::kinds().unwrap();
+    if let Err(e) = Config::parse_with(text, place, &kinds) {
         panic!("{e}");
     }
 }

@@ -70,6 +70,30 @@ fn call_caps_from_the_file_run_parallel_calls() {
     assert_eq!(outcome["result"], 3, "{outcome}");
 }
 
+/// The demo is a connector kind: a `type = "demo"` table is the demo `tasks`, started with
+/// the tables the binary opens for it.
+#[test]
+fn a_demo_table_is_the_demo_connector() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("codemode.toml"),
+        "[connectors.tasks]\ntype = \"demo\"\nhint = \"my list\"\n",
+    )
+    .unwrap();
+    let code =
+        "await tasks.add_note({ text: 'n' }); return (await tasks.list_tasks({})).notes.length;";
+    let out = codemode(dir.path(), &["--json", "run", "-e", code]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let outcome: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(outcome["result"], 1, "{outcome}");
+    let err = start_error("[connectors.tasks]\ntype = \"demo\"\nsize = 3\n");
+    assert!(
+        err.contains("connectors.tasks: unknown field `size`"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn approving_a_seq_that_is_not_pending_conflicts_and_bad_arguments_are_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -13,8 +13,11 @@
 struct ReadmeDoctests;
 
 mod error;
+mod kind;
 mod postgres;
 mod sqlite;
+
+pub use kind::{DemoConfig, DemoKind, DEMO_KIND, DEMO_NAME};
 
 use codemode::{CallContext, RustConnector, RustTool, ToolError};
 use serde_json::{json, Value};

@@ -21,6 +21,7 @@ mod config;
 mod connector;
 mod env;
 mod error;
+mod kind;
 mod names;
 mod result;
 mod session;
@@ -33,6 +34,7 @@ pub use config::{
 pub use connector::{ClientOptions, McpConnector};
 pub use env::{EnvValue, INHERITED_ENV};
 pub use error::{Cause, ConnectError};
+pub use kind::McpKind;
 pub use result::map_result;
 
 /// A builder of the HTTP client for Streamable HTTP servers: rustls on ring with the

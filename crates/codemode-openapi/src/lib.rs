@@ -17,6 +17,7 @@ mod config;
 mod connector;
 mod error;
 mod http;
+mod kind;
 mod load;
 mod methods;
 mod operations;
@@ -32,4 +33,5 @@ pub use config::{
 };
 pub use connector::{OpenApiBuilder, OpenApiConnector, REQUEST_METHOD, SPEC_METHOD};
 pub use error::{Cause, OpenApiError, RefError};
+pub use kind::OpenApiKind;
 pub use sender::{IncomingResponse, OutgoingRequest, RequestSender, SendError};

@@ -56,7 +56,7 @@ pub use auth::Access;
 pub use client::Client;
 pub use control::{Control, ControlError, ControlResult};
 pub use error::ServerError;
-pub use start::{start_connector, start_connector_warned, StartError};
+pub use start::{start_connectors, StartError, StartedConnectors};
 pub use state::{ServerOptions, ServerState, SharedState, DEFAULT_MAX_BODY_BYTES};
 pub use wait::DEFAULT_WAIT;
 

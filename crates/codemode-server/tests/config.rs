@@ -1,8 +1,10 @@
 //! `codemode.toml`: the schema accepts the documented shape, and names the file, line and key
 //! of what it refuses, saying what to write instead of an old shape.
 
-use codemode_mcp::{EnvValue, McpTransport};
-use codemode_server::config::{Config, ConnectorConfig, DEFAULT_LISTEN};
+use codemode::kind::HostResources;
+use codemode_mcp::{EnvValue, McpConfig, McpTransport};
+use codemode_openapi::OpenApiConfig;
+use codemode_server::config::{builtin_kinds, Config, DEFAULT_LISTEN};
 use std::path::Path;
 
 fn error(text: &str) -> String {
@@ -15,10 +17,18 @@ fn example_config_loads_into_the_connector_types() {
     let text = std::fs::read_to_string(&path).unwrap();
     let config = Config::parse(&text, "codemode.example.toml").unwrap();
     assert_eq!(config.listen.as_deref(), Some(DEFAULT_LISTEN));
-    let Some(ConnectorConfig::Mcp(github)) = config.connectors.get("github") else {
+    let github = &config.connectors["github"];
+    assert_eq!((github.kind(), github.name()), ("mcp", "github"));
+    assert_eq!(github.hint(), Some("GitHub issues and pull requests"));
+    assert_eq!(
+        github.settings().approval.allow,
+        vec!["add_issue_comment".to_string()]
+    );
+    assert_eq!(github.settings().reverts[0].tool, "create_issue");
+    assert!(github.settings().tools.contains_key("find_issues"));
+    let Some(github) = github.config::<McpConfig>() else {
         panic!("github is not an MCP connector: {:?}", config.connectors);
     };
-    assert_eq!(github.name, "github");
     let McpTransport::Stdio {
         command, args, env, ..
     } = &github.transport
@@ -31,12 +41,36 @@ fn example_config_loads_into_the_connector_types() {
         env["GITHUB_PERSONAL_ACCESS_TOKEN"],
         EnvValue::FromEnv("GITHUB_TOKEN".into())
     );
-    let Some(ConnectorConfig::Openapi(petstore)) = config.connectors.get("petstore") else {
+    assert_eq!(github.rename["search_issues"], "find_issues");
+    let petstore = &config.connectors["petstore"];
+    assert_eq!((petstore.kind(), petstore.name()), ("openapi", "petstore"));
+    assert_eq!(
+        petstore.settings().approval.allow,
+        vec!["addPet".to_string()]
+    );
+    assert_eq!(petstore.hint(), Some("the pet store"));
+    assert_eq!(petstore.max_in_flight(), Some(4));
+    assert_eq!(
+        petstore.call_timeout(),
+        Some(std::time::Duration::from_secs(30))
+    );
+    let Some(petstore) = petstore.config::<OpenApiConfig>() else {
         panic!("petstore is not an OpenAPI connector");
     };
-    assert_eq!(petstore.name, "petstore");
-    assert_eq!(petstore.approval.allow, vec!["addPet".to_string()]);
-    assert_eq!(petstore.hint.as_deref(), Some("the pet store"));
+    assert_eq!(petstore.spec, "./petstore.yaml");
+    assert_eq!(petstore.headers["User-Agent"], "codemode");
+    // The `[workspace]` section is a connector of the workspace kind, started last.
+    let all = config.connectors_to_start().unwrap();
+    let names: Vec<(&str, &str)> = all.iter().map(|c| (c.name(), c.kind())).collect();
+    assert_eq!(
+        names,
+        [
+            ("docs", "mcp"),
+            ("github", "mcp"),
+            ("petstore", "openapi"),
+            ("state", "workspace")
+        ]
+    );
 }
 
 #[test]
@@ -115,15 +149,90 @@ fn a_transport_is_given_exactly_once() {
 fn a_name_other_than_the_key_is_refused() {
     let err = error("[connectors.gh]\ntype = \"openapi\"\nspec = \"s.json\"\nname = \"other\"\n");
     assert!(
-        err.contains("connectors.gh") && err.contains("[connectors.other]"),
+        err.contains("connectors.gh: ") && err.contains("connectors.other"),
         "{err}"
     );
 }
 
 #[test]
-fn an_unknown_connector_type_is_refused() {
+fn an_unknown_connector_type_is_refused_listing_the_kinds() {
     let err = error("[connectors.gh]\ntype = \"grpc\"\n");
-    assert!(err.contains("grpc") && err.contains("mcp"), "{err}");
+    assert!(err.contains("c.toml") && err.contains("line 1"), "{err}");
+    assert!(
+        err.contains("connectors.gh: unknown connector type \"grpc\""),
+        "{err}"
+    );
+    assert!(
+        err.contains(r#"the registered kinds are "mcp", "openapi", "workspace""#),
+        "{err}"
+    );
+    let err = error("[connectors.gh]\nurl = \"http://h/mcp\"\n");
+    assert!(
+        err.contains("connectors.gh: no `type`") && err.contains("\"openapi\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_shared_key_is_named_in_full() {
+    let err = error("runtime = \"r\"\n[connectors.gh]\ntype = \"mcp\"\nurl = \"http://h\"\ntimeout_ms = \"soon\"\n");
+    assert!(err.contains("line 2"), "{err}");
+    assert!(
+        err.contains("connectors.gh.timeout_ms: invalid type"),
+        "{err}"
+    );
+    let err = error("[connectors.gh]\ntype = \"openapi\"\nspec = \"s\"\nmax_in_flight = 0\n");
+    assert!(
+        err.contains("connectors.gh.max_in_flight") && err.contains("use at least 1"),
+        "{err}"
+    );
+    let err = error("[connectors.gh]\ntype = \"mcp\"\nurl = \"http://h\"\ntimeout_ms = 0\n");
+    assert!(err.contains("would fail every call"), "{err}");
+}
+
+#[test]
+fn a_workspace_is_a_connector_kind_of_its_own() {
+    let config = Config::parse(
+        "[workspace]\nenabled = false\n[connectors.files]\ntype = \"workspace\"\nworkspace = \"notes\"\nhint = \"notes\"\n",
+        "c.toml",
+    )
+    .unwrap();
+    let files = &config.connectors["files"];
+    assert_eq!(
+        files
+            .config::<codemode_workspace::WorkspaceOptions>()
+            .unwrap()
+            .workspace,
+        "notes"
+    );
+    assert_eq!(config.connectors_to_start().unwrap().len(), 1);
+    // Its tools decide their own approval: a policy key is refused, by name.
+    let err = error(
+        "[connectors.files]\ntype = \"workspace\"\n[connectors.files.approval]\nallow = [\"*\"]\n",
+    );
+    assert!(
+        err.contains(
+            "connectors.files.approval: connectors of type \"workspace\" take no `approval`"
+        ),
+        "{err}"
+    );
+    let err = error("[connectors.files]\ntype = \"workspace\"\nquota = 5\n");
+    assert!(
+        err.contains("connectors.files: unknown field `quota`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_workspace_global_is_not_taken_twice() {
+    let mut config = Config::parse("", "c.toml").unwrap();
+    let mcp = McpConfig::new("state", McpTransport::http("http://h/mcp"));
+    config.add(codemode_mcp::McpKind::config(mcp).unwrap());
+    let err = config.connectors_to_start().unwrap_err().to_string();
+    assert!(
+        err.contains("[workspace]") && err.contains("workspace.enabled = false"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -170,7 +279,11 @@ async fn a_start_failure_holds_no_secret() {
         "c.toml",
     )
     .unwrap();
-    let Err(err) = codemode_server::start_connector(&config.connectors["gh"]).await else {
+    let kinds = builtin_kinds().unwrap();
+    let started = kinds
+        .start(&config.connectors["gh"], &HostResources::new())
+        .await;
+    let Err(err) = started else {
         panic!("nothing listens on port 9");
     };
     let err = err.to_string();

@@ -19,6 +19,7 @@
 struct ReadmeDoctests;
 
 mod connector;
+mod kind;
 mod ops;
 pub mod path;
 
@@ -27,6 +28,7 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 pub use connector::StateConnector;
+pub use kind::{WorkspaceKind, DEFAULT_HINT};
 pub use ops::{Entry, EntryKind, Listing, Stat, Written};
 
 /// The workspace used when configuration names none.
@@ -40,7 +42,7 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// Default bound on the entries one `list` or `glob` returns.
 pub const DEFAULT_MAX_ENTRIES: usize = 1000;
 
-/// What `[connectors.NAME]` with `kind = "workspace"` says, and the options of a
+/// What `[connectors.NAME]` with `type = "workspace"` says, and the options of a
 /// [`Workspace`]; every field has a default.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]

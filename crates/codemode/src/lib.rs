@@ -27,6 +27,7 @@ pub mod error;
 pub mod executor;
 pub mod files;
 pub mod glob;
+pub mod kind;
 pub mod model;
 pub mod policy;
 pub mod runtime;

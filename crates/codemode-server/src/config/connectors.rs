@@ -1,128 +1,70 @@
-//! `[connectors.NAME]`: one table per connector, its name the key, its kind `type`.
+//! `[connectors.NAME]`: one table per connector, its name the key, its kind `type`, read by
+//! the registry of connector kinds; an error says on which line the table is.
 
-use codemode_mcp::McpConfig;
-use codemode_openapi::OpenApiConfig;
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use codemode::kind::{ConnectorConfig, ConnectorKinds};
+use serde_json::Value;
 use std::collections::BTreeMap;
-use std::fmt;
-use std::time::Duration;
+use std::ops::Range;
+use toml::Spanned;
 
-/// One connector, tagged by `type`: the connector crate's own config type.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum ConnectorConfig {
-    /// An MCP server (`type = "mcp"`).
-    Mcp(McpConfig),
-    /// An OpenAPI 3.x document (`type = "openapi"`).
-    Openapi(OpenApiConfig),
-}
+/// The `[connectors]` tables as written, each with where it is in the text.
+pub(super) type Tables = BTreeMap<String, Spanned<Value>>;
 
-impl ConnectorConfig {
-    /// The global name in the sandbox.
-    pub fn name(&self) -> &str {
-        match self {
-            ConnectorConfig::Mcp(m) => &m.name,
-            ConnectorConfig::Openapi(o) => &o.name,
-        }
-    }
-
-    /// The hint shown in the tool description.
-    pub fn hint(&self) -> Option<&str> {
-        match self {
-            ConnectorConfig::Mcp(m) => m.hint.as_deref(),
-            ConnectorConfig::Openapi(o) => o.hint.as_deref(),
-        }
-    }
-
-    /// Calls of this connector in flight at once in one execution, when it sets its own cap.
-    pub fn max_in_flight(&self) -> Option<usize> {
-        match self {
-            ConnectorConfig::Mcp(m) => m.max_in_flight,
-            ConnectorConfig::Openapi(o) => o.max_in_flight,
-        }
-    }
-
-    /// How long one call may take (`timeout_ms`): the runtime fails a call that takes longer.
-    pub fn call_timeout(&self) -> Duration {
-        Duration::from_millis(match self {
-            ConnectorConfig::Mcp(m) => m.timeout_ms,
-            ConnectorConfig::Openapi(o) => o.timeout_ms,
-        })
-    }
-
-    fn name_mut(&mut self) -> &mut String {
-        match self {
-            ConnectorConfig::Mcp(m) => &mut m.name,
-            ConnectorConfig::Openapi(o) => &mut o.name,
-        }
-    }
-}
-
-/// Reads the `connectors` table; each connector's name is its key.
-pub(super) fn by_name<'de, D: Deserializer<'de>>(
-    d: D,
-) -> Result<BTreeMap<String, ConnectorConfig>, D::Error> {
-    struct Table;
-    impl<'de> Visitor<'de> for Table {
-        type Value = BTreeMap<String, ConnectorConfig>;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a table of connectors, [connectors.NAME]")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut out = BTreeMap::new();
-            while let Some(name) = map.next_key::<String>()? {
-                let connector = map.next_value_seed(One { name: &name })?;
-                out.insert(name, connector);
-            }
-            Ok(out)
-        }
-    }
-    d.deserialize_map(Table)
-}
-
-/// One `[connectors.NAME]` table.
-struct One<'a> {
-    name: &'a str,
-}
-
-impl<'de> DeserializeSeed<'de> for One<'_> {
-    type Value = ConnectorConfig;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ConnectorConfig, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for One<'_> {
-    type Value = ConnectorConfig;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "a table [connectors.{}] with `type`", self.name)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, _seq: A) -> Result<ConnectorConfig, A::Error> {
-        let kind = match self.name {
-            "mcp" | "openapi" => self.name,
-            _ => "mcp\" or \"openapi",
-        };
-        Err(de::Error::custom(format!(
-            "`[[connectors.{0}]]` (an array of tables) is the old shape: write one table per connector, `[connectors.NAME]` with `type = \"{kind}\"`, its name the table key instead of a `name` key",
-            self.name
-        )))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ConnectorConfig, A::Error> {
-        let name = self.name;
-        let mut c = ConnectorConfig::deserialize(MapAccessDeserializer::new(map))
-            .map_err(|e| de::Error::custom(format!("connectors.{name}: {e}")))?;
-        let given = c.name_mut();
-        if !given.is_empty() && given != name {
-            return Err(de::Error::custom(format!(
-                "connectors.{name}: `name = {given:?}` differs from the table's key; the key is the name: drop `name`, or write [connectors.{given}]"
+/// Reads every table with `kinds`; an error names the line, the table and the key.
+pub(super) fn read(
+    tables: Tables,
+    text: &str,
+    kinds: &ConnectorKinds,
+) -> Result<BTreeMap<String, ConnectorConfig>, String> {
+    let mut out = BTreeMap::new();
+    for (name, table) in tables {
+        let span = table.span();
+        let table = table.into_inner();
+        if table.is_array() {
+            let kind = match kinds.contains(&name) {
+                true => name.clone(),
+                false => kinds.names().join("\" or \""),
+            };
+            return Err(at(text, span, &format!(
+                "`[[connectors.{name}]]` (an array of tables) is the old shape: write one table per connector, `[connectors.NAME]` with `type = \"{kind}\"`, its name the table key instead of a `name` key"
             )));
         }
-        *given = name.to_string();
-        Ok(c)
+        let config = kinds
+            .read(&name, table)
+            .map_err(|e| at(text, span, &e.to_string()))?;
+        out.insert(name, config);
+    }
+    Ok(out)
+}
+
+/// `message` after the place `span` starts at, as the TOML parser says its own errors.
+fn at(text: &str, span: Range<usize>, message: &str) -> String {
+    let before = text.get(..span.start).unwrap_or(text);
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = before[line_start..].chars().count();
+    let content = text[line_start..].lines().next().unwrap_or_default();
+    let width = text
+        .get(span.clone())
+        .map_or(1, |s| s.lines().next().unwrap_or_default().chars().count())
+        .max(1);
+    let gutter = " ".repeat(line.to_string().len() + 1);
+    let marks = format!("{}{}", " ".repeat(column + 1), "^".repeat(width));
+    format!("TOML parse error at line {line}, column {}\n{gutter}|\n{line} | {content}\n{gutter}|{marks}\n{message}\n", column + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_place_is_shown_as_the_parser_shows_it() {
+        let text = "a = 1\n[connectors.x]\ntype = 2\n";
+        let start = text.find('[').unwrap();
+        let shown = at(text, start..start + 14, "connectors.x: bad");
+        assert_eq!(
+            shown,
+            "TOML parse error at line 2, column 1\n  |\n2 | [connectors.x]\n  | ^^^^^^^^^^^^^^\nconnectors.x: bad\n"
+        );
     }
 }

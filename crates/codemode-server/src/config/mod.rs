@@ -1,22 +1,21 @@
 //! `codemode.toml`: one schema for the whole file. The server's own keys are here; each
-//! connector's table is the connector crate's own config type ([`McpConfig`],
-//! [`OpenApiConfig`]), approval policy and reverts are `codemode::policy`'s.
+//! `[connectors.NAME]` table is read by the registry of connector kinds
+//! ([`ConnectorKinds`], [`builtin_kinds`] by default): its `type` picks the kind, whose crate
+//! owns the table's other keys; the keys every kind shares are `codemode::kind`'s.
 //!
 //! Unknown keys are errors; an error names the file, the line and the key. Secrets are never
 //! written in the file, only the names of the environment variables that hold them.
 
 mod connectors;
-mod secrets;
+mod kinds;
 mod telemetry;
 mod workspace;
 
-pub use connectors::ConnectorConfig;
-pub use secrets::MissingSecret;
+pub use codemode::kind::{ConnectorConfig, ConnectorKinds, MissingSecret};
+pub use kinds::builtin_kinds;
 pub use telemetry::{check_endpoint, TelemetrySection, DEFAULT_MAX_QUEUE};
 pub use workspace::WorkspaceSection;
 
-use codemode_mcp::McpConfig;
-use codemode_openapi::OpenApiConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -50,9 +49,13 @@ pub struct Config {
     /// Which channels may approve paused actions.
     #[serde(default)]
     pub approvals: Approvals,
-    /// Connectors by global name: `[connectors.NAME]` with `type = "mcp"` or `"openapi"`.
-    #[serde(default, deserialize_with = "connectors::by_name")]
+    /// Connectors by global name: `[connectors.NAME]` with `type` a registered kind
+    /// (`mcp`, `openapi`, `workspace`, and the host's own), read by [`Config::parse_with`].
+    #[serde(skip)]
     pub connectors: BTreeMap<String, ConnectorConfig>,
+    /// The `[connectors]` tables as written, until [`Config::parse_with`] reads them.
+    #[serde(default, rename = "connectors")]
+    tables: connectors::Tables,
     /// Terminal executions kept when a new run begins.
     pub max_executions: Option<usize>,
     /// What retention keeps beyond `max_executions`.
@@ -266,16 +269,37 @@ pub enum ConfigError {
         /// What is wrong and where.
         message: String,
     },
+    /// The `[workspace]` section cannot be added beside the connectors (flags added one
+    /// of its name).
+    #[error("[workspace]: {0}")]
+    Workspace(String),
 }
 
 impl Config {
-    /// Parses a configuration; `origin` names the file in errors.
+    /// Parses a configuration whose connectors are of the [`builtin_kinds`]; `origin` names
+    /// the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let kinds = builtin_kinds().map_err(|e| ConfigError::Invalid {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        Config::parse_with(text, origin, &kinds)
+    }
+
+    /// Parses a configuration whose connectors are of `kinds`; `origin` names the file in
+    /// errors, and a table whose `type` is none of them is an error listing them.
+    pub fn parse_with(
+        text: &str,
+        origin: &str,
+        kinds: &ConnectorKinds,
+    ) -> Result<Config, ConfigError> {
         let invalid = |message: String| ConfigError::Invalid {
             origin: origin.to_string(),
             message,
         };
-        let config: Config = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let mut config: Config = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let tables = std::mem::take(&mut config.tables);
+        config.connectors = connectors::read(tables, text, kinds).map_err(invalid)?;
         if let Some(listen) = &config.listen {
             listen.parse::<SocketAddr>().map_err(|e| {
                 invalid(format!(
@@ -292,7 +316,8 @@ impl Config {
         Ok(config)
     }
 
-    /// Refuses call caps, call timeouts and run places of 0, naming the key.
+    /// Refuses call caps and run places of 0, naming the key (a connector's own are checked
+    /// with its table).
     fn check_bounds(&self) -> Result<(), String> {
         let zero = |key: String, what: &str| {
             Err(format!(
@@ -309,19 +334,24 @@ impl Config {
         if self.limits.max_running == Some(0) {
             return zero("limits.max_running".into(), "let no run start");
         }
-        for (name, c) in &self.connectors {
-            if c.max_in_flight() == Some(0) {
-                return zero(format!("connectors.{name}.max_in_flight"), no_call);
-            }
-            if c.call_timeout().is_zero() {
-                return zero(format!("connectors.{name}.timeout_ms"), "fail every call");
-            }
-        }
         Ok(())
     }
 
-    /// Loads `explicit`, or `codemode.toml` from the working directory if it exists.
+    /// Loads `explicit`, or `codemode.toml` from the working directory if it exists, with
+    /// the [`builtin_kinds`].
     pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        let kinds = builtin_kinds().map_err(|e| ConfigError::Invalid {
+            origin: DEFAULT_FILE.to_string(),
+            message: e.to_string(),
+        })?;
+        Config::load_with(explicit, &kinds)
+    }
+
+    /// [`Config::load`] with the connector kinds `kinds`.
+    pub fn load_with(
+        explicit: Option<&Path>,
+        kinds: &ConnectorKinds,
+    ) -> Result<(Config, Option<PathBuf>), ConfigError> {
         let path = match explicit {
             Some(p) => p.to_path_buf(),
             None => {
@@ -336,20 +366,27 @@ impl Config {
             path: path.clone(),
             source,
         })?;
-        let config = Config::parse(&text, &path.display().to_string())?;
+        let config = Config::parse_with(&text, &path.display().to_string(), kinds)?;
         Ok((config, Some(path)))
     }
 
-    /// Adds (or replaces) an MCP connector, as `--mcp` and `wrap` do.
-    pub fn add_mcp(&mut self, config: McpConfig) {
+    /// Adds (or replaces) a connector, as `--mcp`, `--openapi` and `wrap` do.
+    pub fn add(&mut self, connector: ConnectorConfig) {
         self.connectors
-            .insert(config.name.clone(), ConnectorConfig::Mcp(config));
+            .insert(connector.name().to_string(), connector);
     }
 
-    /// Adds (or replaces) an OpenAPI connector, as `--openapi` does.
-    pub fn add_openapi(&mut self, config: OpenApiConfig) {
-        self.connectors
-            .insert(config.name.clone(), ConnectorConfig::Openapi(config));
+    /// What to start: the configured connectors by name, then the `[workspace]` section's
+    /// (last, so the configured ones come first in listings) unless it is off; refuses a
+    /// workspace global that a connector added after parsing has taken.
+    pub fn connectors_to_start(&self) -> Result<Vec<ConnectorConfig>, ConfigError> {
+        let mut out: Vec<ConnectorConfig> = self.connectors.values().cloned().collect();
+        let workspace = self
+            .workspace
+            .connector(self.connectors.keys())
+            .map_err(ConfigError::Workspace)?;
+        out.extend(workspace);
+        Ok(out)
     }
 }
 

@@ -1,7 +1,8 @@
 //! `[workspace]`: the durable files the sandbox reaches as the global `state`.
 
+use codemode::kind::ConnectorConfig;
 use codemode::FileStore;
-use codemode_workspace::{Workspace, WorkspaceError, WorkspaceOptions};
+use codemode_workspace::{Workspace, WorkspaceError, WorkspaceKind, WorkspaceOptions};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -56,6 +57,21 @@ impl WorkspaceSection {
             true => Workspace::new(store, self.options()).map(Some),
             false => Ok(None),
         }
+    }
+
+    /// The section as a connector of the `workspace` kind, or `None` when `enabled = false`;
+    /// `connectors` are the other connectors' names, which its global must not take.
+    pub fn connector<'a>(
+        &self,
+        connectors: impl Iterator<Item = &'a String>,
+    ) -> Result<Option<ConnectorConfig>, String> {
+        self.check(connectors)?;
+        if !self.enabled {
+            return Ok(None);
+        }
+        WorkspaceKind::config(&self.name, self.options())
+            .map(Some)
+            .map_err(|e| e.to_string())
     }
 
     /// Refuses a section that cannot work, naming the key; `connectors` are the configured
