@@ -13,7 +13,12 @@ fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
     // Log lines, and OpenTelemetry traces when an OTLP endpoint is set; kept until exit.
     let config = args.common.config.as_deref();
-    let _telemetry = match telemetry::init(&args.log_format, config, |v| std::env::var(v).ok()) {
+    let kinds = codemode_cli::app::kinds();
+    let env = |v: &str| std::env::var(v).ok();
+    let started = kinds.map_err(|e| e.to_string()).and_then(|kinds| {
+        telemetry::init(&args.log_format, config, &kinds, env).map_err(|e| e.to_string())
+    });
+    let _telemetry = match started {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");

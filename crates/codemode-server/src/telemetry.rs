@@ -71,17 +71,20 @@ pub fn carrier() -> Option<Arc<dyn TraceCarrier>> {
 /// `CODEMODE_LOG`, default `warn`; `log_format` `text` or `json`) and, when an OTLP endpoint
 /// is set (`[telemetry]` of the `config` file, or `OTEL_EXPORTER_OTLP_ENDPOINT`), the
 /// OpenTelemetry layer. Keep what it returns until the process ends: dropping it sends the
-/// spans still queued. A file that cannot be loaded is left to the command to report.
+/// spans still queued. The file's connector tables are read with `kinds` (the program's, so
+/// that a kind of its own does not make the file unreadable here); a file that cannot be
+/// loaded is left to the command to report.
 pub fn init(
     log_format: &str,
     config: Option<&std::path::Path>,
+    kinds: &codemode::kind::ConnectorKinds,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<Telemetry>, TelemetryError> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env("CODEMODE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let section = crate::config::Config::load(config)
+    let section = crate::config::Config::load_with(config, kinds)
         .map(|(c, _)| c.telemetry)
         .unwrap_or_default();
     let Some(settings) = TelemetrySettings::resolve(&section, env)? else {
