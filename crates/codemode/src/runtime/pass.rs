@@ -364,9 +364,8 @@ impl PassHost {
             }
         }
     }
-}
 
-impl PassHost {
+    /// Locks the pass's cursor.
     pub(super) fn lock(&self) -> MutexGuard<'_, ReplayCursor> {
         lock(&self.cursor)
     }

@@ -6,7 +6,7 @@
 //! case of its input exactly once: the tables are checked when the crate compiles (a case no
 //! row lists, a case two rows list, or a row that lists no case is a compile error) and each
 //! is turned into one array of answers, so deciding costs an index, not a scan.
-//! `cargo test -p codemode replay_tables -- --nocapture` prints every case with its answer.
+//! `cargo test -p codemode-core replay_tables -- --nocapture` prints every case with its answer.
 
 mod cases;
 mod divergence;
@@ -308,7 +308,7 @@ pub(super) const FIRST_RUN_TABLE: &[Row<WhenFirst, FirstRun>] = {
 pub(super) fn replay(call: Recorded) -> Replay {
     let row = REPLAY_ROWS[recorded_index(call)];
     #[cfg(feature = "transition-coverage")]
-    coverage::note(REPLAY_TABLE[row as usize].why);
+    coverage::replay(row);
     REPLAY_TABLE[row as usize].then
 }
 
@@ -316,7 +316,7 @@ pub(super) fn replay(call: Recorded) -> Replay {
 pub(super) fn first_run(call: FirstCall) -> FirstRun {
     let row = FIRST_RUN_ROWS[first_index(call)];
     #[cfg(feature = "transition-coverage")]
-    coverage::note(FIRST_RUN_TABLE[row as usize].why);
+    coverage::first_run(row);
     FIRST_RUN_TABLE[row as usize].then
 }
 
@@ -335,28 +335,49 @@ impl Recorded {
 }
 
 /// Which rows of the replay tables a process has used, for the test that proves the suite
-/// exercises each.
+/// exercises each (a flag per row: no lock on the call path).
 #[cfg(feature = "transition-coverage")]
 pub mod coverage {
+    use super::{FIRST_RUN_TABLE, REPLAY_TABLE};
     use std::collections::BTreeSet;
-    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
-    static ROWS: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    static REPLAY: [AtomicBool; REPLAY_TABLE.len()] =
+        [const { AtomicBool::new(false) }; REPLAY_TABLE.len()];
+    static FIRST_RUN: [AtomicBool; FIRST_RUN_TABLE.len()] =
+        [const { AtomicBool::new(false) }; FIRST_RUN_TABLE.len()];
 
-    pub(super) fn note(why: &'static str) {
-        ROWS.lock().unwrap_or_else(|e| e.into_inner()).insert(why);
+    pub(super) fn replay(row: u8) {
+        if let Some(used) = REPLAY.get(usize::from(row)) {
+            used.store(true, Ordering::Relaxed);
+        }
+    }
+
+    pub(super) fn first_run(row: u8) {
+        if let Some(used) = FIRST_RUN.get(usize::from(row)) {
+            used.store(true, Ordering::Relaxed);
+        }
     }
 
     /// The rows used so far in this process, by their `why`.
     pub fn used() -> BTreeSet<&'static str> {
-        ROWS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let replay = REPLAY_TABLE.iter().zip(&REPLAY).map(|(r, u)| (r.why, u));
+        let first = FIRST_RUN_TABLE
+            .iter()
+            .zip(&FIRST_RUN)
+            .map(|(r, u)| (r.why, u));
+        replay
+            .chain(first)
+            .filter(|(_, used)| used.load(Ordering::Relaxed))
+            .map(|(why, _)| why)
+            .collect()
     }
 
     /// Every row of both tables, by its `why`.
     pub fn rows() -> BTreeSet<&'static str> {
-        let replay = super::REPLAY_TABLE.iter().map(|r| r.why);
+        let replay = REPLAY_TABLE.iter().map(|r| r.why);
         replay
-            .chain(super::FIRST_RUN_TABLE.iter().map(|r| r.why))
+            .chain(FIRST_RUN_TABLE.iter().map(|r| r.why))
             .collect()
     }
 }

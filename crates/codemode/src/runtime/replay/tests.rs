@@ -52,7 +52,7 @@ fn yes_no(fact: bool, yes: &'static str, no: &'static str) -> &'static str {
 
 /// Walks every case of both tables (built here, not from the tables' numbering), checks
 /// that exactly one row lists it and that the decision is that row's, and prints the
-/// cases: `cargo test -p codemode replay_tables -- --nocapture`.
+/// cases: `cargo test -p codemode-core replay_tables -- --nocapture`.
 #[test]
 fn replay_tables_decide_every_case_by_its_one_row() {
     let recorded = every_recorded();
@@ -146,6 +146,18 @@ fn the_tables_keep_the_contract() {
         };
         assert_eq!(first_run(call), expected, "{call:?}");
     }
+}
+
+/// The coverage of the conformance suite names rows by their `why`.
+#[test]
+fn every_row_has_its_own_why() {
+    let whys: Vec<&str> = REPLAY_TABLE
+        .iter()
+        .map(|r| r.why)
+        .chain(FIRST_RUN_TABLE.iter().map(|r| r.why))
+        .collect();
+    let unique: std::collections::BTreeSet<_> = whys.iter().collect();
+    assert_eq!(unique.len(), whys.len(), "{whys:?}");
 }
 
 #[test]
