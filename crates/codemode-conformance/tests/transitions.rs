@@ -1,6 +1,8 @@
 //! Proves that the suite exercises every legal execution and log-entry transition of the
-//! tables in `codemode::status`, and that the runtime made no other.
+//! tables in `codemode::status`, and that the runtime made no other; and that it exercises
+//! every row of the runtime's replay tables but those no run reaches through the runtime.
 
+use codemode::runtime::replay_coverage;
 use codemode::status::{coverage, ENTRY_TRANSITIONS, EXECUTION_TRANSITIONS};
 use codemode::{EntryState, ExecutionStatus, LogEntry, Runtime, Store};
 use codemode_conformance::Probe;
@@ -79,5 +81,24 @@ async fn the_suite_walks_every_legal_transition_and_no_other() {
         legal.difference(&seen).collect::<Vec<_>>(),
         Vec::<&(Option<EntryState>, EntryState)>::new(),
         "legal entry transitions never exercised"
+    );
+
+    // Rows of the replay tables that no run reaches through the runtime, and why.
+    let unreached = BTreeSet::from([
+        // A rollback holds only paused or finished runs, and no pass follows it.
+        "reverted by a rollback",
+        // Only a node that dies in a pass after a write's mark committed a pending entry,
+        // and before the pass paused, leaves one.
+        "pending, neither approved nor rejected",
+    ]);
+    let rows = replay_coverage::rows();
+    let used = replay_coverage::used();
+    assert!(unreached.is_subset(&rows), "{unreached:?} are not rows");
+    assert_eq!(
+        rows.difference(&used)
+            .filter(|r| !unreached.contains(*r))
+            .collect::<Vec<_>>(),
+        Vec::<&&str>::new(),
+        "rows of the replay tables never exercised"
     );
 }

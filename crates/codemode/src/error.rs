@@ -67,6 +67,17 @@ pub enum RuntimeError {
     /// A snippet cannot be saved or found.
     #[error("snippet: {0}")]
     Snippet(String),
+    /// A rule the runtime keeps was found broken: a bug in codemode, not in the code run or
+    /// in the host.
+    #[error(
+        "execution {id}: internal error: {message}; this is a bug in codemode, please report it"
+    )]
+    Internal {
+        /// The execution.
+        id: String,
+        /// What was found broken.
+        message: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -118,9 +118,7 @@ pub fn check_transition(from: ExecutionStatus, to: ExecutionStatus) -> Result<()
     if from.can_become(to) {
         Ok(())
     } else {
-        Err(StoreError::Backend(format!(
-            "illegal status transition {from} -> {to}"
-        )))
+        Err(StoreError::IllegalTransition { from, to })
     }
 }
 
@@ -223,6 +221,15 @@ pub enum StoreError {
     /// The backend failed (I/O, connection, constraint).
     #[error("store error: {0}")]
     Backend(String),
+    /// A status change outside the core's transition table ([`crate::status`]) was asked
+    /// for: a bug in the caller. Nothing was written.
+    #[error("illegal status transition {from} -> {to}: codemode::status does not allow it; nothing was written")]
+    IllegalTransition {
+        /// The status the change started from.
+        from: ExecutionStatus,
+        /// The status it asked for.
+        to: ExecutionStatus,
+    },
 }
 
 /// Where executions, logs and snippets live.

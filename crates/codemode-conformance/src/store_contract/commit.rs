@@ -271,7 +271,7 @@ pub async fn an_illegal_transition_is_an_error_and_writes_nothing(store: &dyn St
         ..commit("e", None, vec![entry(0, Applied)])
     };
     let err = store.commit(RT, &c).await.unwrap_err();
-    assert_illegal(&err, "running -> rejected");
+    assert_illegal(&err, Running, Rejected);
     assert_eq!(
         read(store, RT, "e").await,
         before,
@@ -284,27 +284,23 @@ pub async fn an_illegal_transition_is_an_error_and_writes_nothing(store: &dyn St
         transition: Some(Transition::new(Completed, Running, 20)),
         ..commit("e", None, vec![entry(0, Applied)])
     };
-    assert_illegal(
-        &store.commit(RT, &c).await.unwrap_err(),
-        "completed -> running",
-    );
+    assert_illegal(&store.commit(RT, &c).await.unwrap_err(), Completed, Running);
     let any = lease("n", 1_000);
     let err = store
         .claim(RT, "e", Completed, &any, 30, &before.connectors)
         .await
         .unwrap_err();
-    assert_illegal(&err, "completed -> running");
+    assert_illegal(&err, Completed, Running);
     assert_eq!(read(store, RT, "e").await, before, "after illegal changes");
 }
 
-/// Asserts that `err` is the backend error refusing the transition `names`.
-fn assert_illegal(err: &StoreError, names: &str) {
+/// Asserts that `err` is the store's refusal of the transition `from -> to`.
+fn assert_illegal(err: &StoreError, from: ExecutionStatus, to: ExecutionStatus) {
     match err {
-        StoreError::Backend(m) => assert!(
-            m.contains("illegal") && m.contains(names),
-            "the error must name the illegal transition {names}: {m}"
-        ),
-        other => panic!("expected a backend error refusing {names}, got {other:?}"),
+        StoreError::IllegalTransition { from: f, to: t } => {
+            assert_eq!((*f, *t), (from, to), "the error must name {from} -> {to}")
+        }
+        other => panic!("expected the refusal of {from} -> {to}, got {other:?}"),
     }
 }
 
@@ -362,7 +358,7 @@ pub async fn every_status_transition_is_written_exactly_when_the_contract_allows
                 assert_eq!(read(store, RT, &id).await.status, to);
             } else {
                 let err = result.expect_err(&format!("{from} -> {to} must be refused"));
-                assert_illegal(&err, &format!("{from} -> {to}"));
+                assert_illegal(&err, from, to);
                 assert_eq!(read(store, RT, &id).await, before, "{from} -> {to} wrote");
             }
         }

@@ -92,6 +92,10 @@ fn copy(e: &StoreError) -> StoreError {
         },
         StoreError::Decode(s) => StoreError::Decode(s.clone()),
         StoreError::Backend(s) => StoreError::Backend(s.clone()),
+        StoreError::IllegalTransition { from, to } => StoreError::IllegalTransition {
+            from: *from,
+            to: *to,
+        },
     }
 }
 

@@ -2,6 +2,7 @@
 //! and the per-execution bounds (calls, log bytes) it enforces.
 
 use super::delivery::Delivery;
+use super::replay::Divergence;
 use crate::model::LogEntry;
 use crate::status::{note_entry, EntryState};
 use crate::value::{js_len, MAX_DURABLE_VALUE_CHARS};
@@ -19,6 +20,8 @@ pub(super) enum Stop {
     Pause(Vec<u64>),
     /// The execution fails with this message.
     Fail(String),
+    /// The execution fails: the code made other calls than the log recorded.
+    Diverged(Divergence),
     /// Someone cancelled the execution.
     Cancel(crate::model::Decision),
 }
@@ -218,6 +221,13 @@ fn entry_bytes(entry: &LogEntry) -> u64 {
     let result = entry.result.as_ref().map_or(0, |r| json_size(r).0);
     let error = entry.error.as_ref().map_or(0, |e| e.len() as u64);
     json_size(&entry.args).0 + result + error
+}
+
+/// The failure of a durable value (`what`) of `size` characters, over the limit.
+pub(super) fn oversized(what: &str, size: usize) -> String {
+    format!(
+        "{what} is {size} characters serialised; one durable value may be at most {MAX_DURABLE_VALUE_CHARS}. Store the data elsewhere (a file, a bucket, a table) and pass a small reference such as its path or id"
+    )
 }
 
 /// `text` cut to the durable value limit, with a note saying so when it was cut.

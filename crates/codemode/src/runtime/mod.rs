@@ -1,5 +1,6 @@
 //! The runtime: runs model code in passes, logs every call, pauses, resumes and rolls back.
 
+mod call;
 mod caps;
 mod control;
 mod cursor;
@@ -7,10 +8,13 @@ mod decide;
 mod delivery;
 mod finish;
 mod flush;
+mod park;
 mod pass;
 pub(crate) mod registry;
+mod replay;
 pub(crate) mod sdk;
 mod settle;
+mod step;
 mod trace;
 pub(crate) mod transform;
 mod watch;
@@ -31,6 +35,10 @@ use tracing::Instrument;
 pub use caps::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_EXECUTION};
 pub use control::SaveSnippet;
 pub use decide::{Approval, CANCEL_GRACE};
+/// Which rows of the replay tables a process has used (see `tests/transitions.rs` of the
+/// conformance suite).
+#[cfg(feature = "transition-coverage")]
+pub use replay::coverage as replay_coverage;
 pub use sdk::{ToolOptions, TOOL_EXAMPLE};
 pub use trace::{CommitObserver, TraceCarrier, TRACE_TARGET};
 pub use transform::TransformResult;

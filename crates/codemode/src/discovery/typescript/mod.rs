@@ -1,10 +1,19 @@
 //! JSON Schema → TypeScript declarations. Never fails: what cannot be expressed is `unknown`.
+//!
+//! `ty.rs` is a rendered type expression and how expressions combine; `walk.rs` reads a
+//! schema's keywords into one; this module holds the builder, which names `$ref` targets
+//! and emits each named type once.
+
+mod ty;
+mod walk;
 
 use super::doc_comment::{render_doc, schema_doc_lines};
 use super::names::{is_standard_global, STANDARD_GLOBALS};
 use super::refs::{last_segment, resolve_ref};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use ty::Ty;
+pub use ty::{property_key, type_name_from};
 
 /// Deepest nesting of inline schemas rendered before giving up with `unknown`.
 pub const MAX_SCHEMA_DEPTH: usize = 24;
@@ -41,55 +50,6 @@ const TS_BUILTIN_TYPES: &[&str] = &[
     "unknown",
     "void",
 ];
-
-/// How tightly a type expression binds, to know when it needs parentheses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Precedence {
-    Union,
-    Intersection,
-    Primary,
-}
-
-/// One rendered type expression.
-#[derive(Debug, Clone)]
-struct Ty {
-    text: String,
-    precedence: Precedence,
-    /// Whether the text spans several lines (then enclosing objects do too).
-    multiline: bool,
-}
-
-impl Ty {
-    fn primary(text: impl Into<String>) -> Ty {
-        let text = text.into();
-        let multiline = text.contains('\n');
-        Ty {
-            text,
-            precedence: Precedence::Primary,
-            multiline,
-        }
-    }
-
-    fn unknown() -> Ty {
-        Ty::primary("unknown")
-    }
-
-    fn never() -> Ty {
-        Ty::primary("never")
-    }
-
-    fn is_unknown(&self) -> bool {
-        self.text == "unknown"
-    }
-
-    fn at_least(&self, precedence: Precedence) -> String {
-        if self.precedence < precedence {
-            format!("({})", self.text)
-        } else {
-            self.text.clone()
-        }
-    }
-}
 
 /// A named type created for a `$ref` target.
 struct NamedType<'a> {
@@ -239,68 +199,6 @@ impl<'a> TypeScriptBuilder<'a> {
         });
     }
 
-    fn expr(&mut self, schema: &'a Value, root: &'a Value, depth: usize, indent: usize) -> Ty {
-        if depth > MAX_SCHEMA_DEPTH {
-            return Ty::unknown();
-        }
-        let obj = match schema {
-            Value::Bool(true) => return Ty::unknown(),
-            Value::Bool(false) => return Ty::never(),
-            Value::Object(obj) => obj,
-            _ => return Ty::unknown(),
-        };
-        let ty = self.expr_of_object(obj, root, depth, indent);
-        if obj.get("nullable") == Some(&Value::Bool(true)) {
-            return union(vec![ty, Ty::primary("null")]);
-        }
-        ty
-    }
-
-    fn expr_of_object(
-        &mut self,
-        obj: &'a Map<String, Value>,
-        root: &'a Value,
-        depth: usize,
-        indent: usize,
-    ) -> Ty {
-        if let Some(reference) = obj.get("$ref") {
-            return match reference.as_str() {
-                Some(reference) => self.reference(reference, root),
-                None => Ty::unknown(),
-            };
-        }
-        if let Some(value) = obj.get("const") {
-            return literal(value).map_or_else(Ty::unknown, Ty::primary);
-        }
-        if let Some(values) = obj.get("enum") {
-            let Some(values) = values.as_array() else {
-                return Ty::unknown();
-            };
-            let members: Option<Vec<Ty>> =
-                values.iter().map(|v| literal(v).map(Ty::primary)).collect();
-            return members.map_or_else(Ty::unknown, union);
-        }
-        let mut parts = Vec::new();
-        if let Some(base) = self.base_type(obj, root, depth, indent) {
-            parts.push(base);
-        }
-        for keyword in ["anyOf", "oneOf"] {
-            if let Some(members) = obj.get(keyword).and_then(Value::as_array) {
-                let members = members
-                    .iter()
-                    .map(|m| self.expr(m, root, depth + 1, indent))
-                    .collect();
-                parts.push(union(members));
-            }
-        }
-        if let Some(members) = obj.get("allOf").and_then(Value::as_array) {
-            for member in members {
-                parts.push(self.expr(member, root, depth + 1, indent));
-            }
-        }
-        intersection(parts)
-    }
-
     fn reference(&mut self, reference: &str, root: &'a Value) -> Ty {
         let key = if matches!(reference, "#" | "#/") {
             "#"
@@ -344,174 +242,6 @@ impl<'a> TypeScriptBuilder<'a> {
         self.used_names.insert(name.clone());
         name
     }
-
-    fn base_type(
-        &mut self,
-        obj: &'a Map<String, Value>,
-        root: &'a Value,
-        depth: usize,
-        indent: usize,
-    ) -> Option<Ty> {
-        match obj.get("type") {
-            Some(Value::String(t)) => Some(self.single_type(t, obj, root, depth, indent)),
-            Some(Value::Array(types)) => {
-                let members = types
-                    .iter()
-                    .map(|t| match t.as_str() {
-                        Some(t) => self.single_type(t, obj, root, depth, indent),
-                        None => Ty::unknown(),
-                    })
-                    .collect();
-                Some(union(members))
-            }
-            Some(_) => Some(Ty::unknown()),
-            None => {
-                let is_object = ["properties", "additionalProperties", "patternProperties"]
-                    .iter()
-                    .any(|k| obj.contains_key(*k));
-                let is_array = obj.contains_key("items") || obj.contains_key("prefixItems");
-                if is_object {
-                    Some(self.object_type(obj, root, depth, indent))
-                } else if is_array {
-                    Some(self.array_type(obj, root, depth, indent))
-                } else {
-                    None
-                }
-            }
-        }
-    }
-
-    fn single_type(
-        &mut self,
-        name: &str,
-        obj: &'a Map<String, Value>,
-        root: &'a Value,
-        depth: usize,
-        indent: usize,
-    ) -> Ty {
-        match name {
-            "string" => Ty::primary("string"),
-            "number" | "integer" => Ty::primary("number"),
-            "boolean" => Ty::primary("boolean"),
-            "null" => Ty::primary("null"),
-            "array" => self.array_type(obj, root, depth, indent),
-            "object" => self.object_type(obj, root, depth, indent),
-            _ => Ty::unknown(),
-        }
-    }
-
-    fn array_type(
-        &mut self,
-        obj: &'a Map<String, Value>,
-        root: &'a Value,
-        depth: usize,
-        indent: usize,
-    ) -> Ty {
-        let (prefix, rest) = match (obj.get("prefixItems"), obj.get("items")) {
-            (Some(Value::Array(prefix)), rest) => (Some(prefix), rest),
-            (_, Some(Value::Array(prefix))) => (Some(prefix), obj.get("additionalItems")),
-            (_, items) => (None, items),
-        };
-        let Some(prefix) = prefix else {
-            let item = match rest {
-                Some(items) => self.expr(items, root, depth + 1, indent),
-                None => Ty::unknown(),
-            };
-            return Ty::primary(format!("{}[]", item.at_least(Precedence::Primary)));
-        };
-        if prefix.len() > MAX_TUPLE_ITEMS {
-            return Ty::primary("unknown[]");
-        }
-        let min_items = obj.get("minItems").and_then(Value::as_u64).unwrap_or(0) as usize;
-        let has_min = obj.contains_key("minItems");
-        let mut elements = Vec::with_capacity(prefix.len() + 1);
-        for (i, item) in prefix.iter().enumerate() {
-            let ty = self.expr(item, root, depth + 1, indent).text;
-            let optional = has_min && i >= min_items;
-            elements.push(if optional { format!("{ty}?") } else { ty });
-        }
-        match rest {
-            None | Some(Value::Bool(false)) => {}
-            Some(rest) => {
-                let ty = self.expr(rest, root, depth + 1, indent);
-                elements.push(format!("...{}[]", ty.at_least(Precedence::Primary)));
-            }
-        }
-        Ty::primary(format!("[{}]", elements.join(", ")))
-    }
-
-    fn object_type(
-        &mut self,
-        obj: &'a Map<String, Value>,
-        root: &'a Value,
-        depth: usize,
-        indent: usize,
-    ) -> Ty {
-        let required: HashSet<&str> = obj
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let mut members = Vec::new();
-        let mut multiline = false;
-        if let Some(properties) = obj.get("properties").and_then(Value::as_object) {
-            for (key, schema) in properties {
-                let ty = self.expr(schema, root, depth + 1, indent + 1);
-                let optional = if required.contains(key.as_str()) {
-                    ""
-                } else {
-                    "?"
-                };
-                let doc = schema_doc_lines(schema);
-                multiline |= ty.multiline || !doc.is_empty();
-                members.push((doc, format!("{}{optional}: {}", property_key(key), ty.text)));
-            }
-        }
-        let mut index_members = Vec::new();
-        if let Some(patterns) = obj.get("patternProperties").and_then(Value::as_object) {
-            for schema in patterns.values() {
-                index_members.push(self.expr(schema, root, depth + 1, indent));
-            }
-        }
-        match obj.get("additionalProperties") {
-            None | Some(Value::Bool(_)) => {}
-            Some(schema) => index_members.push(self.expr(schema, root, depth + 1, indent)),
-        }
-        let index = if index_members.is_empty() {
-            None
-        } else {
-            let ty = union(index_members);
-            Some(Ty::primary(format!("Record<string, {}>", ty.text)))
-        };
-        if members.is_empty() {
-            return index.unwrap_or_else(|| Ty::primary("Record<string, unknown>"));
-        }
-        let one_line = format!(
-            "{{ {} }}",
-            members
-                .iter()
-                .map(|(_, m)| m.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-        let literal = if !multiline && one_line.len() <= INLINE_OBJECT_CHARS {
-            Ty::primary(one_line)
-        } else {
-            let pad = "  ".repeat(indent + 1);
-            let mut text = String::from("{\n");
-            for (doc, member) in &members {
-                text.push_str(&render_doc(doc, &pad));
-                text.push_str(&format!("{pad}{member};\n"));
-            }
-            text.push_str(&"  ".repeat(indent));
-            text.push('}');
-            Ty::primary(text)
-        };
-        match index {
-            Some(index) => intersection(vec![literal, index]),
-            None => literal,
-        }
-    }
 }
 
 /// TypeScript declarations for one schema: `type {name} = …;` and the named types its `$ref`s need.
@@ -522,105 +252,6 @@ pub fn schema_to_ts(name: &str, schema: &Value, root: &Value) -> String {
     let mut builder = TypeScriptBuilder::new();
     builder.declare(name, schema, root);
     builder.finish()
-}
-
-/// A PascalCase type name from any text: `simple-user` gives `SimpleUser`.
-pub fn type_name_from(text: &str) -> String {
-    let mut out = String::new();
-    for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
-        let mut chars = word.chars();
-        if let Some(first) = chars.next() {
-            out.push(first.to_ascii_uppercase());
-            out.extend(chars);
-        }
-    }
-    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
-        out.insert(0, 'T');
-    }
-    out
-}
-
-/// A property name as TypeScript accepts it: bare when it is an identifier, quoted otherwise.
-pub fn property_key(key: &str) -> String {
-    let mut chars = key.chars();
-    let is_identifier = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-    if is_identifier {
-        key.to_string()
-    } else {
-        string_literal(key)
-    }
-}
-
-fn string_literal(text: &str) -> String {
-    serde_json::to_string(text)
-        .unwrap_or_else(|_| "\"\"".to_string())
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
-}
-
-fn literal(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(string_literal(s)),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Null => Some("null".to_string()),
-        Value::Array(_) | Value::Object(_) => None,
-    }
-}
-
-fn union(members: Vec<Ty>) -> Ty {
-    let mut seen = HashSet::new();
-    let mut kept = Vec::new();
-    for member in members {
-        if member.is_unknown() {
-            return Ty::unknown();
-        }
-        if member.text == "never" || !seen.insert(member.text.clone()) {
-            continue;
-        }
-        kept.push(member);
-    }
-    match kept.len() {
-        0 => Ty::never(),
-        1 => kept.pop().unwrap_or_else(Ty::never),
-        _ => Ty {
-            multiline: kept.iter().any(|t| t.multiline),
-            text: kept
-                .iter()
-                .map(|t| t.text.as_str())
-                .collect::<Vec<_>>()
-                .join(" | "),
-            precedence: Precedence::Union,
-        },
-    }
-}
-
-fn intersection(members: Vec<Ty>) -> Ty {
-    let mut seen = HashSet::new();
-    let mut kept = Vec::new();
-    for member in members {
-        if member.text == "never" {
-            return Ty::never();
-        }
-        if member.is_unknown() || !seen.insert(member.text.clone()) {
-            continue;
-        }
-        kept.push(member);
-    }
-    match kept.len() {
-        0 => Ty::unknown(),
-        1 => kept.pop().unwrap_or_else(Ty::unknown),
-        _ => Ty {
-            multiline: kept.iter().any(|t| t.multiline),
-            text: kept
-                .iter()
-                .map(|t| t.at_least(Precedence::Intersection))
-                .collect::<Vec<_>>()
-                .join(" & "),
-            precedence: Precedence::Intersection,
-        },
-    }
 }
 
 #[cfg(test)]
