@@ -81,9 +81,22 @@ impl TaskDb {
         }
     }
 
+    /// Runs the read `f` on this thread when the connection is free (a read in WAL mode never
+    /// waits for the file's write lock), else on a blocking thread as [`Self::with`] does.
+    async fn read<T, F>(&self, f: F) -> Result<T, ToolError>
+    where
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        if let Ok(mut conn) = self.conn.try_lock() {
+            return f(&mut conn).map_err(tool_error);
+        }
+        self.with(f).await
+    }
+
     /// Every task and note, read in one snapshot.
     pub async fn list(&self) -> Result<Value, ToolError> {
-        self.with(|c| {
+        self.read(|c| {
             let snapshot = c.transaction()?;
             let tasks = snapshot
                 .prepare_cached("SELECT id, title, done FROM demo_tasks ORDER BY id")?
