@@ -297,7 +297,13 @@ fn replayed(cursor: &mut ReplayCursor, seq: u64, answer: Replay, call: &HostCall
             Some(recorded) => CallPlan::Refuse(seq, rejection(recorded)),
             None => CallPlan::Abort,
         },
-        Replay::RunApproved | Replay::RunInterrupted | Replay::RunUndecided => {
+        Replay::ParkUndecided => {
+            // Proposed again with the others that wait; the pass pauses once nothing else
+            // can progress.
+            cursor.delivery.awaiting.push(seq);
+            CallPlan::Await
+        }
+        Replay::RunApproved | Replay::RunInterrupted => {
             let Some(recorded) = cursor.log.get(&seq) else {
                 return CallPlan::Abort;
             };

@@ -49,8 +49,9 @@ pub(super) enum Replay {
     /// again, commit, and run it again with the same idempotency key.
     RunInterrupted,
     /// A pending entry no person decided on (a pass that died before it paused committed it
-    /// with a write's mark): it runs as an approved one does.
-    RunUndecided,
+    /// with a later write's mark): the call waits for a person again and the pass pauses on
+    /// it; it never runs unapproved.
+    ParkUndecided,
     /// End the run: this pass made another call at this seq than the one recorded.
     FailDiverged,
     /// End the run: a rollback reverted the entry, and a rolled-back run cannot run again.
@@ -221,7 +222,7 @@ pub(super) const REPLAY_TABLE: &[Row<WhenRecorded, Replay>] = {
                 ephemeral: Any,
                 last: &[None, Some(Rollback), Some(Cancel)],
             },
-            then: Replay::RunUndecided,
+            then: Replay::ParkUndecided,
             why: "pending, neither approved nor rejected",
         },
         Row {

@@ -122,7 +122,8 @@ fn the_tables_keep_the_contract() {
             // Approve runs the named actions and rejects the rest, which throw.
             (true, EntryState::Pending, _, Some(DecisionKind::Reject)) => Replay::ThrowRejection,
             (true, EntryState::Pending, _, Some(DecisionKind::Approve)) => Replay::RunApproved,
-            (true, EntryState::Pending, ..) => Replay::RunUndecided,
+            // A pending call no person decided on waits for one: nothing runs unapproved.
+            (true, EntryState::Pending, ..) => Replay::ParkUndecided,
             // Left executing by a crash: runs again with the same idempotency key.
             (true, EntryState::Executing, ..) => Replay::RunInterrupted,
             // A rolled-back execution cannot run again.
