@@ -186,7 +186,9 @@ pub async fn open_store(settings: &Settings) -> Result<OpenedStore> {
                     .with_audit_max_age(settings.config.retention.audit_max_age()),
             );
             let tasks = match keeps_tasks {
-                true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(db_path)?)),
+                true => Some(demo::Tasks::Sqlite(demo::TaskDb::open(
+                    demo::TaskDb::path_beside(db_path),
+                )?)),
                 false => None,
             };
             let abs = std::fs::canonicalize(db_path).unwrap_or_else(|_| db_path.clone());

@@ -1,10 +1,10 @@
-//! The built-in demo connector `tasks`, kept in its own tables of the store's database (the
-//! SQLite file, or the PostgreSQL database) so that the server, the CLI and every node on one
-//! PostgreSQL see the same tasks and a restart loses nothing.
+//! The built-in demo connector `tasks`, kept beside the store (a SQLite file of its own next to
+//! the store's, or its own tables of the store's PostgreSQL database) so that the server, the
+//! CLI and every node on one PostgreSQL see the same tasks and a restart loses nothing.
 //!
-//! The demo reaches those tables on a connection of its own ([`TaskDb::open`] with the
-//! store's file, [`PgTasks::open`] with the store's URL): it borrows nothing from the store,
-//! and names no store crate.
+//! The demo reaches its tables on connections of its own ([`TaskDb::open`] with
+//! [`TaskDb::path_beside`] the store's file, [`PgTasks::open`] with the store's URL): it
+//! borrows nothing from the store, and names no store crate.
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 /// The README's Rust blocks, compiled and run as doctests.
@@ -26,11 +26,12 @@ pub use error::DemoError;
 pub use postgres::PgTasks;
 pub use sqlite::TaskDb;
 
-/// Where the demo keeps its tasks: the store's SQLite file or its PostgreSQL database. Both
+/// Where the demo keeps its tasks: a SQLite file beside the store's, or the store's PostgreSQL
+/// database. Both
 /// keep the same semantics: a create or a note is made once per call key.
 #[derive(Clone)]
 pub enum Tasks {
-    /// Tables in the SQLite file.
+    /// Tables in the demo's SQLite file.
     Sqlite(TaskDb),
     /// Tables in the PostgreSQL database.
     Postgres(PgTasks),

@@ -1,42 +1,61 @@
-//! The demo's tables in the store's SQLite file, on a connection of the demo's own.
+//! The demo's tables in a SQLite file of their own, beside the store's.
 
 use crate::error::{tool_error, DemoError};
 use codemode::ToolError;
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-/// How long a statement waits for the file's write lock (held by the store for one
-/// transaction at a time, or by another process).
+/// How long a statement waits for the file's write lock when another process (a `codemode
+/// run` beside the server) holds it.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The demo's tables in a SQLite file (the store's), on a connection of its own.
+/// How many writes pass between two checkpoints of the file's WAL (SQLite's automatic
+/// checkpoint is off, so that none runs on a caller's thread; each runs on a blocking thread).
+const CHECKPOINT_EVERY: usize = 200;
+
+/// The demo's tables in a SQLite file of their own, on one connection.
 ///
-/// The store and the demo take the file's write lock one transaction at a time; each waits
-/// for the other up to a busy timeout, as two processes sharing the file do. The store's
-/// writer checkpoints the WAL: the demo's connection never does.
+/// The file is the demo's, not the store's: in WAL mode a connection drops its whole page
+/// cache whenever another connection has written the file, so sharing the store's file would
+/// make every commit of the store reload the pages the demo's writes touched, and the other
+/// way round. Writes and reads run on the caller's thread while the connection and the
+/// file's write lock are free at once, and on a blocking thread otherwise (another process
+/// writes the file, or a checkpoint is due).
 #[derive(Clone)]
 pub struct TaskDb {
     conn: Arc<Mutex<Connection>>,
+    /// Writes since the last checkpoint.
+    writes: Arc<AtomicUsize>,
 }
 
 impl TaskDb {
-    /// Opens the SQLite file at `path` (the store's, which the store has created) and
-    /// creates the demo tables in it if needed.
+    /// Where the demo keeps its tasks for the store at `store_path`: `NAME-demo.db` in the
+    /// same directory (`codemode.db` gives `codemode-demo.db`).
+    pub fn path_beside(store_path: impl AsRef<Path>) -> PathBuf {
+        let store_path = store_path.as_ref();
+        let stem = store_path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "codemode".to_string());
+        store_path.with_file_name(format!("{stem}-demo.db"))
+    }
+
+    /// Opens (or creates) the demo's SQLite file at `path` and its tables.
     pub fn open(path: impl AsRef<Path>) -> Result<TaskDb, DemoError> {
         let path = path.as_ref();
         let shown = path.display();
-        // Never created here: a file the store has not made would be refused by it later.
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(|e| {
-            DemoError(format!(
-                "cannot open {shown} for the demo tasks (open the store there first): {e}"
-            ))
-        })?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| DemoError(format!("cannot open {shown} for the demo tasks: {e}")))?;
         let prepared = conn
             .busy_timeout(BUSY_TIMEOUT)
+            .and_then(|()| conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())))
             .and_then(|()| conn.pragma_update(None, "wal_autocheckpoint", 0))
             .and_then(|()| conn.pragma_update(None, "synchronous", "NORMAL"))
             .and_then(|()| {
@@ -58,12 +77,14 @@ impl TaskDb {
             .map_err(|e| DemoError(format!("cannot create the demo tables in {shown}: {e}")))?;
         Ok(TaskDb {
             conn: Arc::new(Mutex::new(conn)),
+            writes: Arc::default(),
         })
     }
 
     /// Runs `f` on the connection on a blocking thread (a statement may wait for the file's
-    /// write lock). A transaction `f` opens is rolled back if it does not commit.
-    async fn with<T, F>(&self, f: F) -> Result<T, ToolError>
+    /// write lock), checkpointing the WAL after it when `checkpoint` is set. A transaction `f`
+    /// opens is rolled back if it does not commit.
+    async fn blocking<T, F>(&self, f: F, checkpoint: bool) -> Result<T, ToolError>
     where
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
         T: Send + 'static,
@@ -72,7 +93,13 @@ impl TaskDb {
         let ran = tokio::task::spawn_blocking(move || {
             // A panic under the lock left no transaction open: `Transaction` rolls back on drop.
             let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&mut conn)
+            let done = f(&mut conn);
+            if checkpoint {
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!(error = %e, "checkpointing the demo's WAL failed");
+                }
+            }
+            done
         })
         .await;
         match ran {
@@ -81,8 +108,34 @@ impl TaskDb {
         }
     }
 
+    /// Runs the write `f` on this thread when the connection and the file's write lock are
+    /// free at once (a commit with `synchronous=NORMAL` does not `fsync`), else, or when a
+    /// checkpoint is due, on a blocking thread. `f` runs again there only if the file was
+    /// busy, which it reports before anything is written.
+    async fn with<T, F>(&self, f: F) -> Result<T, ToolError>
+    where
+        F: Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let due = self.writes.fetch_add(1, Ordering::Relaxed) + 1 >= CHECKPOINT_EVERY;
+        if due {
+            self.writes.store(0, Ordering::Relaxed);
+            return self.blocking(f, true).await;
+        }
+        if let Ok(mut conn) = self.conn.try_lock() {
+            let inline = conn.busy_timeout(Duration::ZERO).map(|()| f(&mut conn));
+            let restored = conn.busy_timeout(BUSY_TIMEOUT);
+            match (inline, restored) {
+                (Ok(Err(e)), Ok(())) if is_busy(&e) => {}
+                (Ok(done), Ok(())) => return done.map_err(tool_error),
+                (Err(e), _) | (_, Err(e)) => return Err(tool_error(e)),
+            }
+        }
+        self.blocking(f, false).await
+    }
+
     /// Runs the read `f` on this thread when the connection is free (a read in WAL mode never
-    /// waits for the file's write lock), else on a blocking thread as [`Self::with`] does.
+    /// waits for the file's write lock), else on a blocking thread.
     async fn read<T, F>(&self, f: F) -> Result<T, ToolError>
     where
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -91,7 +144,7 @@ impl TaskDb {
         if let Ok(mut conn) = self.conn.try_lock() {
             return f(&mut conn).map_err(tool_error);
         }
-        self.with(f).await
+        self.blocking(f, false).await
     }
 
     /// Every task and note, read in one snapshot.
@@ -203,4 +256,9 @@ fn insert_once(
         Some(made) => Ok(made),
         None => c.prepare_cached(select)?.query_row([key], row),
     }
+}
+
+/// The file's write lock was held by another connection (`SQLITE_BUSY`): nothing was written.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == ErrorCode::DatabaseBusy)
 }

@@ -74,22 +74,27 @@ async fn tasks_keep_their_semantics(tasks: &Tasks) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_tasks_live_in_the_stores_file_beside_its_writes_and_survive_reopening() {
+async fn sqlite_tasks_live_in_a_file_beside_the_stores_and_survive_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("codemode.db");
     let store = Arc::new(SqliteStore::open(&path).unwrap());
-    let db = TaskDb::open(&path).unwrap();
+    let beside = TaskDb::path_beside(&path);
+    assert_eq!(beside, dir.path().join("codemode-demo.db"));
+    let db = TaskDb::open(&beside).unwrap();
     tasks_keep_their_semantics(&Tasks::Sqlite(db.clone())).await;
 
-    // The store and the demo write the file at once: every write of both lands.
-    let writers: Vec<_> = (0..20)
+    // The store and the demo write at once: every write of both lands, and the demo's
+    // writes (more than one checkpoint's worth) all stay.
+    let writers: Vec<_> = (0..250)
         .map(|i| {
             let (store, db) = (store.clone(), db.clone());
             tokio::spawn(async move {
-                store
-                    .insert_execution("default", &execution(&format!("e{i}")), &lease(), 1_000)
-                    .await
-                    .unwrap();
+                if i < 20 {
+                    store
+                        .insert_execution("default", &execution(&format!("e{i}")), &lease(), 1_000)
+                        .await
+                        .unwrap();
+                }
                 db.create(&format!("task {i}"), &format!("e{i}:0"))
                     .await
                     .unwrap();
@@ -105,11 +110,11 @@ async fn sqlite_tasks_live_in_the_stores_file_beside_its_writes_and_survive_reop
     );
     drop((db, store));
 
-    // The store still knows its file, and the tasks are still there.
+    // Each file is still what it was, and the tasks are still there.
     let store = SqliteStore::open(&path).unwrap();
-    let db = TaskDb::open(&path).unwrap();
+    let db = TaskDb::open(&beside).unwrap();
     let list = db.list().await.unwrap();
-    assert_eq!(count(&list, "tasks"), 21);
+    assert_eq!(count(&list, "tasks"), 251);
     assert_eq!(count(&list, "notes"), 1);
     assert_eq!(
         store.executions("default", None, None).await.unwrap().len(),
@@ -117,17 +122,36 @@ async fn sqlite_tasks_live_in_the_stores_file_beside_its_writes_and_survive_reop
     );
 }
 
-#[test]
-fn sqlite_tasks_refuse_a_file_the_store_has_not_made_and_leave_it_absent() {
+/// Another process (a `codemode run` beside the server) holds the demo file's write lock: a
+/// write waits for it on a blocking thread instead of failing, and lands once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_waits_for_another_connection_holding_the_files_write_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("missing.db");
+    let path = dir.path().join("codemode-demo.db");
+    let db = TaskDb::open(&path).unwrap();
+    let other = rusqlite::Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let write = tokio::spawn({
+        let db = db.clone();
+        async move { db.create("waited", "k:0").await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!write.is_finished(), "the write did not wait for the lock");
+    other.execute_batch("COMMIT").unwrap();
+    let made = write.await.unwrap().unwrap();
+    assert_eq!(made["title"], "waited");
+    assert_eq!(count(&db.list().await.unwrap(), "tasks"), 1);
+}
+
+#[test]
+fn sqlite_tasks_name_a_file_they_cannot_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no-such-dir").join("codemode-demo.db");
     let err = match TaskDb::open(&path) {
-        Ok(_) => panic!("opened a missing file"),
+        Ok(_) => panic!("opened a file in a missing directory"),
         Err(e) => e.to_string(),
     };
     assert!(err.contains(&path.display().to_string()), "{err}");
-    assert!(err.contains("open the store there first"), "{err}");
-    assert!(!path.exists(), "the demo created the file");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
