@@ -34,7 +34,7 @@ pub async fn run(common: &CommonArgs, args: &OpenApiArgs) -> Result<()> {
     config.base_url = args.base_url.clone();
     config.expose_spec = true;
     // As the reference's openApiMcpServer: `execute` is the API itself, no approval step.
-    config.approval.allow = vec!["*".into()];
+    config.settings.approval.allow = vec!["*".into()];
     config.auth = args
         .bearer_env
         .clone()

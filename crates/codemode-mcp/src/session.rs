@@ -164,7 +164,7 @@ pub async fn start(
             })?;
             if let Some(err) = err {
                 let tail = stderr.clone();
-                let name = config.name.clone();
+                let name = config.settings.name.clone();
                 tokio::spawn(async move {
                     let mut lines = BufReader::new(err).lines();
                     while let Ok(Some(line)) = lines.next_line().await {
