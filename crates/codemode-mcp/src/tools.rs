@@ -166,8 +166,10 @@ pub fn build(listed: &[Tool], config: &McpConfig) -> Result<Methods, Cause> {
         });
         originals.insert(method, original);
     }
-    let unused = apply_overrides(&mut tools, &config.settings.tools, |m| originals.get(m).cloned())
-        .map_err(Cause::Override)?;
+    let unused = apply_overrides(&mut tools, &config.settings.tools, |m| {
+        originals.get(m).cloned()
+    })
+    .map_err(Cause::Override)?;
     warnings.extend(unused);
     Ok(Methods {
         tools,

@@ -134,7 +134,8 @@ async fn reverts_from_configuration() {
     );
 
     let mut config = test_server(&[]);
-    config.settings.reverts = vec![RevertRule::new("create_item", "remove_item", json!({})).unwrap()];
+    config.settings.reverts =
+        vec![RevertRule::new("create_item", "remove_item", json!({})).unwrap()];
     let err = McpConnector::connect(config).await.unwrap_err().to_string();
     assert!(
         err.contains("`items`") && err.contains("remove_item"),

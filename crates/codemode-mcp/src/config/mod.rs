@@ -59,11 +59,7 @@ impl McpConfig {
 
     /// How long one call may take: `timeout_ms`, else [`DEFAULT_CALL_TIMEOUT_MS`].
     pub fn call_timeout(&self) -> Duration {
-        Duration::from_millis(
-            self.settings
-                .timeout_ms
-                .unwrap_or(DEFAULT_CALL_TIMEOUT_MS),
-        )
+        Duration::from_millis(self.settings.timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS))
     }
 }
 
