@@ -195,7 +195,7 @@ pub async fn start(
             if let Some(var) = bearer_token_env {
                 transport_config = transport_config.auth_header(secret_env(var, "bearer token")?);
             }
-            let client = crate::http_client_builder()
+            let client = codemode_tls::http_client_builder()
                 .map_err(|e| Cause::Client(format!("its TLS settings: {e}")))?
                 .build()
                 .map_err(|e| Cause::Client(e.to_string()))?;

@@ -3,7 +3,7 @@
 use crate::auth::Credentials;
 use crate::config::OpenApiConfig;
 use crate::error::{Cause, OpenApiError};
-use crate::http::{client_builder, Http};
+use crate::http::Http;
 use crate::load::{self, Version};
 use crate::methods::method_names;
 use crate::operations::{self, Operation};
@@ -97,8 +97,8 @@ impl OpenApiConnector {
             }
             None
         };
-        let reverts =
-            RevertSet::build(&config.settings.reverts, resolve).map_err(|e| fail(Cause::Revert(e)))?;
+        let reverts = RevertSet::build(&config.settings.reverts, resolve)
+            .map_err(|e| fail(Cause::Revert(e)))?;
 
         let mut tools = Vec::with_capacity(operations.len() + 2);
         for (op, method) in operations.iter_mut().zip(&names) {
@@ -286,13 +286,9 @@ impl OpenApiBuilder {
         check_connector_name(&config.settings.name).map_err(|e| fail(Cause::Name(e)))?;
         let credentials = Credentials::from_config(config.auth.as_ref()).map_err(fail)?;
         let client = build_client().map_err(fail)?;
-        let bytes = load::read_source(
-            &config.spec,
-            &client,
-            config.call_timeout(),
-        )
-        .await
-        .map_err(fail)?;
+        let bytes = load::read_source(&config.spec, &client, config.call_timeout())
+            .await
+            .map_err(fail)?;
         OpenApiConnector::assemble(config, &bytes, client, credentials, self.sender)
     }
 
@@ -308,7 +304,7 @@ impl OpenApiBuilder {
 }
 
 fn build_client() -> Result<reqwest::Client, Cause> {
-    client_builder()
+    codemode_tls::http_client_builder()
         .map_err(|e| Cause::Client(format!("its TLS settings: {e}")))?
         .build()
         .map_err(|e| Cause::Client(e.to_string()))
