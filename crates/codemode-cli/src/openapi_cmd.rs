@@ -1,10 +1,12 @@
 //! `codemode openapi SPEC`: the OpenAPI search/execute MCP server on stdio.
 
 use crate::app::{self, CommonArgs, Settings};
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use codemode::kind::{ConnectorKinds, HostResources};
 use codemode::Runtime;
-use codemode_openapi::{AuthConfig, OpenApiConfig, OpenApiConnector};
-use codemode_server::openapi_mcp::{spec_connectors, OpenApiMcp};
+use codemode_openapi::{AuthConfig, OpenApiConfig};
+use codemode_server::openapi_mcp::{OpenApiMcp, SpecKind};
+use codemode_server::start_connectors;
 
 /// Flags of `codemode openapi`.
 #[derive(Debug, Clone, clap::Args)]
@@ -25,42 +27,46 @@ pub struct OpenApiArgs {
     pub max_tokens: usize,
 }
 
-/// Loads the document, builds the two runtimes and serves MCP on stdio.
+/// Loads the document through the registry (as the `openapi-spec` kind, with
+/// `start_connectors`), builds the two runtimes and serves MCP on stdio.
 pub async fn run(common: &CommonArgs, args: &OpenApiArgs) -> Result<()> {
     let mut settings = Settings::load(common)?;
     settings.demo = false;
-    let progress = crate::progress::Progress::start(&format!("loading {}", args.spec));
     let mut config = OpenApiConfig::new(args.name.clone(), args.spec.clone());
     config.base_url = args.base_url.clone();
-    config.expose_spec = true;
     // As the reference's openApiMcpServer: `execute` is the API itself, no approval step.
-    config.approval.allow = vec!["*".into()];
+    config.settings.approval.allow = vec!["*".into()];
     config.auth = args
         .bearer_env
         .clone()
         .map(|token_env| AuthConfig::Bearer { token_env });
-    let api = OpenApiConnector::from_spec(config)
-        .await
-        .with_context(|| format!("cannot load the OpenAPI document {}", args.spec))?;
-    let apis = spec_connectors(&args.name, api)
-        .await
-        .with_context(|| format!("cannot read the document {}", args.spec))?;
-    progress.done();
+    let kind = SpecKind::new();
+    let kinds = ConnectorKinds::new().with(kind.clone())?;
+    let connector = kind.config(config)?;
     let (store, _, _, _) = app::open_store(&settings).await?;
     let executor = app::executor(&settings).await?;
-    let search = Runtime::builder(store.clone(), executor.clone())
-        .name("openapi-search")
-        .connector(apis.search)
-        .build()
-        .context("cannot build the search runtime")?;
-    let execute = Runtime::builder(store, executor)
-        .name("openapi-execute")
-        .connector(apis.execute)
+    let progress = crate::progress::Progress::start(&format!("loading {}", args.spec));
+    let execute = Runtime::builder(store.clone(), executor.clone()).name("openapi-execute");
+    let started = start_connectors(&kinds, &[connector], &HostResources::new(), execute).await;
+    if let Some((_, error)) = started.failed.first() {
+        bail!("{error}");
+    }
+    let loaded = kind
+        .take_loaded()
+        .with_context(|| format!("the document {} was not loaded", args.spec))?;
+    progress.done();
+    let execute = started
+        .builder
         .build()
         .context("cannot build the execute runtime")?;
+    let search = Runtime::builder(store, executor)
+        .name("openapi-search")
+        .connector(loaded.search)
+        .build()
+        .context("cannot build the search runtime")?;
     tracing::info!(spec = %args.spec, "serving the OpenAPI search and execute tools over stdio");
     OpenApiMcp::new(args.name.clone(), search, execute, args.max_tokens)
-        .with_document(&apis.index, apis.description)
+        .with_document(&loaded.index, loaded.description)
         .serve_stdio()
         .await?;
     Ok(())

@@ -99,7 +99,7 @@ impl Default for ClientOptions {
 impl std::fmt::Debug for McpConnector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpConnector")
-            .field("name", &self.inner.config.name)
+            .field("name", &self.inner.config.settings.name)
             .field("tools", &self.inner.tools.len())
             .finish()
     }
@@ -108,9 +108,9 @@ impl std::fmt::Debug for McpConnector {
 impl McpConnector {
     /// Starts or dials the server, lists its tools (every page) and builds the connector.
     pub async fn connect(config: McpConfig) -> Result<McpConnector, ConnectError> {
-        let name = config.name.clone();
+        let name = config.settings.name.clone();
         let fail = |cause| ConnectError::new(name.clone(), cause);
-        check_connector_name(&config.name).map_err(|e| fail(Cause::Name(e)))?;
+        check_connector_name(&config.settings.name).map_err(|e| fail(Cause::Name(e)))?;
         let (child_env, secrets) = match &config.transport {
             McpTransport::Stdio { env, .. } => {
                 let resolved = env::resolve(env).map_err(fail)?;
@@ -154,12 +154,12 @@ impl McpConnector {
         check_connector_name(&name).map_err(|e| ConnectError::new(name.clone(), Cause::Name(e)))?;
         let mut config =
             McpConfig::new(name, McpTransport::http("the connection given by the host"));
-        config.approval = options.approval;
-        config.reverts = options.reverts;
-        config.tools = options.tools;
+        config.settings.approval = options.approval;
+        config.settings.reverts = options.reverts;
+        config.settings.tools = options.tools;
         config.rename = options.rename;
         config.instructions = options.instructions;
-        config.timeout_ms = options.timeout_ms;
+        config.settings.timeout_ms = Some(options.timeout_ms);
         config.startup_timeout_ms = options.list_timeout_ms;
         config.allow_code_tools = options.allow_code_tools;
         let live = session::live(&client, None);
@@ -179,7 +179,7 @@ impl McpConnector {
         service: RunningService<RoleClient, S>,
         origin: Origin,
     ) -> Result<McpConnector, ConnectError> {
-        let name = config.name.clone();
+        let name = config.settings.name.clone();
         let fail = |cause| ConnectError::new(name.clone(), cause);
         let listed = tokio::time::timeout(
             Duration::from_millis(config.startup_timeout_ms),
@@ -312,7 +312,7 @@ fn watch<S: Service<RoleClient>>(
             0
         };
         tracing::warn!(
-            connector = %inner.config.name,
+            connector = %inner.config.settings.name,
             ?pid,
             ?reason,
             "MCP server stopped{}",
@@ -323,7 +323,7 @@ fn watch<S: Service<RoleClient>>(
         }
         tokio::time::sleep(Duration::from_millis(100 * (1 << rapid))).await;
         if let Err(e) = ensure_live(&inner).await {
-            tracing::warn!(connector = %inner.config.name, "restart failed: {e}");
+            tracing::warn!(connector = %inner.config.settings.name, "restart failed: {e}");
         }
     });
 }
@@ -348,7 +348,7 @@ async fn ensure_live(inner: &Arc<Inner>) -> Result<Arc<Live>, String> {
         .await
         .map_err(|e| e.to_string())?;
     inner.restarts.fetch_add(1, Ordering::SeqCst);
-    tracing::info!(connector = %inner.config.name, pid = ?started.live.pid, "MCP server restarted");
+    tracing::info!(connector = %inner.config.settings.name, pid = ?started.live.pid, "MCP server restarted");
     *guard = Some(started.live.clone());
     watch(Arc::downgrade(inner), started.service, started.live.clone());
     Ok(started.live)
@@ -368,7 +368,7 @@ impl Inner {
     }
 
     async fn call(self: &Arc<Self>, method: &str, args: Value) -> Result<Value, ToolError> {
-        let name = &self.config.name;
+        let name = &self.config.settings.name;
         let Some(original) = self.originals.get(method) else {
             return Err(ToolError::new(format!("{name} has no method {method:?}")));
         };
@@ -386,7 +386,7 @@ impl Inner {
         })?;
         let mut params = CallToolRequestParams::new(original.clone());
         params.arguments = arguments;
-        let timeout = Duration::from_millis(self.config.timeout_ms);
+        let timeout = self.config.call_timeout();
         match tokio::time::timeout(timeout, live.peer.call_tool(params)).await {
             Err(_) => Err(ToolError::new(format!(
                 "{name}.{method} timed out after {} ms",
@@ -422,7 +422,7 @@ impl Inner {
 #[async_trait]
 impl Connector for McpConnector {
     fn name(&self) -> &str {
-        &self.inner.config.name
+        &self.inner.config.settings.name
     }
 
     fn instructions(&self) -> Option<String> {
@@ -453,7 +453,7 @@ impl Connector for McpConnector {
         result: Value,
         _ctx: CallContext,
     ) -> Result<(), ToolError> {
-        let name = &self.inner.config.name;
+        let name = &self.inner.config.settings.name;
         let Some(plan) = self.inner.reverts.plan(method, &args, &result) else {
             return Err(ToolError::new(format!("{name}.{method} has no revert")));
         };

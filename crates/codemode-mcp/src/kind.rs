@@ -17,18 +17,9 @@ use std::time::Duration;
 pub struct McpKind;
 
 impl McpKind {
-    /// `config` as a connector of this kind (its shared fields become the shared settings).
+    /// `config` as a connector of this kind, with its own [`settings`](McpConfig::settings).
     pub fn config(config: McpConfig) -> Result<ConnectorConfig, KindError> {
-        let settings = ConnectorSettings {
-            name: config.name.clone(),
-            hint: config.hint.clone(),
-            max_in_flight: config.max_in_flight,
-            timeout_ms: Some(config.timeout_ms),
-            approval: config.approval.clone(),
-            reverts: config.reverts.clone(),
-            tools: config.tools.clone(),
-        };
-        ConnectorConfig::new(McpKind, settings, config)
+        ConnectorConfig::new(McpKind, config.settings.clone(), config)
     }
 }
 
@@ -71,14 +62,11 @@ impl ConnectorKind for McpKind {
         settings: &ConnectorSettings,
         _host: &HostResources,
     ) -> Result<Started, BoxError> {
-        let mut config = config.clone();
-        config.name = settings.name.clone();
-        config.hint = settings.hint.clone();
-        config.max_in_flight = settings.max_in_flight;
-        config.timeout_ms = settings.timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS);
-        config.approval = settings.approval.clone();
-        config.reverts = settings.reverts.clone();
-        config.tools = settings.tools.clone();
+        // The registry's settings are the ones read from the table (or given in code).
+        let config = McpConfig {
+            settings: settings.clone(),
+            ..config.clone()
+        };
         let what = config.transport.describe();
         let connector = McpConnector::connect(config)
             .await
@@ -144,15 +132,15 @@ mod tests {
     #[test]
     fn a_config_made_in_code_keeps_its_settings() {
         let mut m = McpConfig::new("gh", McpTransport::http("http://h/mcp"));
-        m.hint = Some("h".into());
-        m.max_in_flight = Some(3);
+        m.settings.hint = Some("h".into());
+        m.settings.max_in_flight = Some(3);
         let c = McpKind::config(m).unwrap();
         assert_eq!(
             (c.name(), c.hint(), c.max_in_flight()),
             ("gh", Some("h"), Some(3))
         );
         let mut zero = McpConfig::new("gh", McpTransport::http("http://h/mcp"));
-        zero.max_in_flight = Some(0);
+        zero.settings.max_in_flight = Some(0);
         assert!(McpKind::config(zero).is_err());
     }
 }

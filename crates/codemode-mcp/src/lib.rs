@@ -36,16 +36,3 @@ pub use env::{EnvValue, INHERITED_ENV};
 pub use error::{Cause, ConnectError};
 pub use kind::McpKind;
 pub use result::map_result;
-
-/// A builder of the HTTP client for Streamable HTTP servers: rustls on ring with the
-/// platform's roots, chosen for this client alone (the process-wide provider is the host's).
-pub(crate) fn http_client_builder() -> Result<reqwest::ClientBuilder, rustls::Error> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_platform_verifier()?
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(reqwest::Client::builder().tls_backend_preconfigured(tls))
-}

@@ -164,7 +164,7 @@ pub async fn start(
             })?;
             if let Some(err) = err {
                 let tail = stderr.clone();
-                let name = config.name.clone();
+                let name = config.settings.name.clone();
                 tokio::spawn(async move {
                     let mut lines = BufReader::new(err).lines();
                     while let Ok(Some(line)) = lines.next_line().await {
@@ -195,7 +195,7 @@ pub async fn start(
             if let Some(var) = bearer_token_env {
                 transport_config = transport_config.auth_header(secret_env(var, "bearer token")?);
             }
-            let client = crate::http_client_builder()
+            let client = codemode_tls::http_client_builder()
                 .map_err(|e| Cause::Client(format!("its TLS settings: {e}")))?
                 .build()
                 .map_err(|e| Cause::Client(e.to_string()))?;

@@ -84,7 +84,7 @@ pub fn build(listed: &[Tool], config: &McpConfig) -> Result<Methods, Cause> {
         let names: Vec<String> = code_tools.iter().map(|t| format!("{:?}", t.name)).collect();
         return Err(Cause::Recursive {
             tools: names.join(", "),
-            connector: config.name.clone(),
+            connector: config.settings.name.clone(),
         });
     }
     for tool in listed {
@@ -92,7 +92,7 @@ pub fn build(listed: &[Tool], config: &McpConfig) -> Result<Methods, Cause> {
             warnings.push(format!(
                 "tool {:?} is left out: {RECURSION}{}",
                 tool.name,
-                allow_hint(&config.name)
+                allow_hint(&config.settings.name)
             ));
             continue;
         }
@@ -121,8 +121,8 @@ pub fn build(listed: &[Tool], config: &McpConfig) -> Result<Methods, Cause> {
             .map(|(_, m)| m.clone())
     };
     let left_out = |n: &str| resolve(n).is_none() && listed.iter().any(|t| t.name == n);
-    let mut rules: Vec<RevertRule> = Vec::with_capacity(config.reverts.len());
-    for rule in &config.reverts {
+    let mut rules: Vec<RevertRule> = Vec::with_capacity(config.settings.reverts.len());
+    for rule in &config.settings.reverts {
         match [&rule.tool, &rule.revert].into_iter().find(|n| left_out(n)) {
             Some(missing) => warnings.push(format!(
                 "the revert rule for {:?} is not used: tool {missing:?} is left out",
@@ -155,6 +155,7 @@ pub fn build(listed: &[Tool], config: &McpConfig) -> Result<Methods, Cause> {
                 .as_ref()
                 .map(|s| Value::Object((**s).clone())),
             requires_approval: config
+                .settings
                 .approval
                 .requires_approval(&[&original, &method], read_only),
             read_only,
@@ -165,8 +166,10 @@ pub fn build(listed: &[Tool], config: &McpConfig) -> Result<Methods, Cause> {
         });
         originals.insert(method, original);
     }
-    let unused = apply_overrides(&mut tools, &config.tools, |m| originals.get(m).cloned())
-        .map_err(Cause::Override)?;
+    let unused = apply_overrides(&mut tools, &config.settings.tools, |m| {
+        originals.get(m).cloned()
+    })
+    .map_err(Cause::Override)?;
     warnings.extend(unused);
     Ok(Methods {
         tools,

@@ -171,7 +171,7 @@ fn config_is_strict() {
         "reverts": [{"tool": "a", "revert": "b", "args": {"id": "${result.id}"}}]
     }))
     .unwrap();
-    assert_eq!(ok.reverts.len(), 1);
+    assert_eq!(ok.settings.reverts.len(), 1);
     let stdio: McpConfig = serde_json::from_value(serde_json::json!({
         "name": "x", "command": "y", "cwd": "/srv",
         "env": {"MODE": "ro", "GITHUB_TOKEN": {"env": "MY_GH_TOKEN"}},

@@ -65,7 +65,7 @@ async fn rename_chooses_the_name() {
 async fn a_schema_that_does_not_compile_leaves_its_tool_out() {
     let mut config = test_server(&["--bad-schema"]);
     // A revert rule that uses the left-out tool is dropped too, with its own warning.
-    config.reverts = vec![RevertRule::new("create_item", "broken", json!({})).unwrap()];
+    config.settings.reverts = vec![RevertRule::new("create_item", "broken", json!({})).unwrap()];
     let c = Arc::new(McpConnector::connect(config).await.unwrap());
     let names = names(&c);
     assert!(!names.contains(&"broken".to_string()), "{names:?}");

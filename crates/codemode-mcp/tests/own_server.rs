@@ -45,7 +45,7 @@ async fn tools_pages_and_approval_from_annotations() {
     c.shutdown().await;
 
     let mut config = test_server(&[]);
-    config.approval = ApprovalPolicy {
+    config.settings.approval = ApprovalPolicy {
         allow: vec!["create_*".into()],
         require: vec!["list_items".into()],
     };
@@ -101,7 +101,7 @@ async fn results_errors_and_content_shapes() {
 #[tokio::test]
 async fn reverts_from_configuration() {
     let mut config = test_server(&[]);
-    config.reverts =
+    config.settings.reverts =
         vec![RevertRule::new("create_item", "delete_item", json!({"id": "${result.id}"})).unwrap()];
     let c = McpConnector::connect(config).await.unwrap();
     assert!(
@@ -134,7 +134,8 @@ async fn reverts_from_configuration() {
     );
 
     let mut config = test_server(&[]);
-    config.reverts = vec![RevertRule::new("create_item", "remove_item", json!({})).unwrap()];
+    config.settings.reverts =
+        vec![RevertRule::new("create_item", "remove_item", json!({})).unwrap()];
     let err = McpConnector::connect(config).await.unwrap_err().to_string();
     assert!(
         err.contains("`items`") && err.contains("remove_item"),
@@ -192,7 +193,7 @@ async fn a_dead_server_is_restarted_without_waiting_for_a_call() {
 async fn slow_calls_time_out_and_others_go_on() {
     let mut config = test_server(&[]);
     // Wide margins: the machine running the tests may be busy.
-    config.timeout_ms = 1_500;
+    config.settings.timeout_ms = Some(1_500);
     let c = McpConnector::connect(config).await.unwrap();
     let started = Instant::now();
     let err = c

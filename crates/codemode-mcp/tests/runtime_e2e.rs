@@ -13,9 +13,9 @@ use std::sync::Arc;
 #[tokio::test]
 async fn approve_replay_crash_and_roll_back() {
     let mut config = support::test_server(&[]);
-    config.reverts =
+    config.settings.reverts =
         vec![RevertRule::new("create_item", "delete_item", json!({"id": "${result.id}"})).unwrap()];
-    config.approval = ApprovalPolicy {
+    config.settings.approval = ApprovalPolicy {
         allow: vec!["crash".into()],
         require: vec![],
     };

@@ -1,8 +1,9 @@
 //! What `codemode.toml` says about one OpenAPI connector.
 
-use codemode::policy::{ApprovalPolicy, RevertRule, ToolOverride};
+use codemode::kind::ConnectorSettings;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// Default per-call timeout.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -16,9 +17,12 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenApiConfig {
-    /// The global name in the sandbox (in `codemode.toml`, the key of the connector's table).
-    #[serde(default)]
-    pub name: String,
+    /// The keys every kind shares: the global name, `hint`, `max_in_flight`, `timeout_ms`
+    /// (default [`DEFAULT_TIMEOUT_MS`]), and the policy: `approval` (GET, HEAD and OPTIONS
+    /// are read-only), `reverts`, and `tools` (per-method `description`, `replay`,
+    /// `requires_approval`, by method name or operationId).
+    #[serde(flatten)]
+    pub settings: ConnectorSettings,
     /// The document: a file path, or an `http(s)://` URL fetched at start-up.
     pub spec: String,
     /// Overrides the document's `servers`.
@@ -27,27 +31,12 @@ pub struct OpenApiConfig {
     /// Credentials, read from environment variables and kept host-side.
     #[serde(default)]
     pub auth: Option<AuthConfig>,
-    /// Which operations need approval (GET, HEAD and OPTIONS are read-only).
-    #[serde(default)]
-    pub approval: ApprovalPolicy,
-    /// Compensating calls for rollback.
-    #[serde(default)]
-    pub reverts: Vec<RevertRule>,
     /// Also expose the document itself as `spec()`.
     #[serde(default)]
     pub expose_spec: bool,
     /// Guidance for the model; the document's `info.description` when absent.
     #[serde(default)]
     pub instructions: Option<String>,
-    /// A one-line hint beside the connector's name in the tool description.
-    #[serde(default)]
-    pub hint: Option<String>,
-    /// Per-call timeout in milliseconds (the runtime fails a call that takes longer).
-    #[serde(default = "default_timeout")]
-    pub timeout_ms: u64,
-    /// Calls of this connector in flight at once in one execution (default: `limits.max_in_flight`).
-    #[serde(default)]
-    pub max_in_flight: Option<usize>,
     /// How much of an error response's body is quoted, in characters.
     #[serde(default = "default_max_error_body")]
     pub max_error_body: usize,
@@ -60,18 +49,10 @@ pub struct OpenApiConfig {
     /// Header that carries the call's idempotency key (`execution:seq`), if the API honours one.
     #[serde(default)]
     pub idempotency_header: Option<String>,
-    /// Per-method settings (`description`, `replay`, `requires_approval`), by method name or
-    /// operationId; see [`ToolOverride`].
-    #[serde(default)]
-    pub tools: BTreeMap<String, ToolOverride>,
     /// What the API is for, at the head of the `search` and `execute` tools' descriptions in
     /// the `codemode openapi` mode (the connector itself does not use it).
     #[serde(default)]
     pub description: Option<String>,
-}
-
-fn default_timeout() -> u64 {
-    DEFAULT_TIMEOUT_MS
 }
 
 fn default_max_error_body() -> usize {
@@ -86,24 +67,28 @@ impl OpenApiConfig {
     /// A configuration with defaults for everything but the name and the document.
     pub fn new(name: impl Into<String>, spec: impl Into<String>) -> Self {
         OpenApiConfig {
-            name: name.into(),
+            settings: ConnectorSettings::new(name),
             spec: spec.into(),
             base_url: None,
             auth: None,
-            approval: ApprovalPolicy::default(),
-            reverts: Vec::new(),
             expose_spec: false,
             instructions: None,
-            hint: None,
-            timeout_ms: DEFAULT_TIMEOUT_MS,
-            max_in_flight: None,
             max_error_body: DEFAULT_MAX_ERROR_BODY,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             headers: BTreeMap::new(),
             idempotency_header: None,
-            tools: BTreeMap::new(),
             description: None,
         }
+    }
+
+    /// The global name in the sandbox.
+    pub fn name(&self) -> &str {
+        &self.settings.name
+    }
+
+    /// How long one call may take: `timeout_ms`, else [`DEFAULT_TIMEOUT_MS`].
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.settings.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS))
     }
 }
 

@@ -3,7 +3,7 @@
 use crate::auth::Credentials;
 use crate::config::OpenApiConfig;
 use crate::error::{Cause, OpenApiError};
-use crate::http::{client_builder, Http};
+use crate::http::Http;
 use crate::load::{self, Version};
 use crate::methods::method_names;
 use crate::operations::{self, Operation};
@@ -19,7 +19,6 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 use url::Url;
 
 pub use crate::methods::{REQUEST_METHOD, SPEC_METHOD};
@@ -76,7 +75,7 @@ impl OpenApiConnector {
         credentials: Credentials,
         sender: Option<Sender>,
     ) -> Result<OpenApiConnector, OpenApiError> {
-        let name = config.name.clone();
+        let name = config.settings.name.clone();
         let fail = |cause| OpenApiError::new(name.clone(), cause);
         let doc = load::parse(bytes).map_err(fail)?;
         let version = load::check(&doc).map_err(fail)?;
@@ -98,8 +97,8 @@ impl OpenApiConnector {
             }
             None
         };
-        let reverts =
-            RevertSet::build(&config.reverts, resolve).map_err(|e| fail(Cause::Revert(e)))?;
+        let reverts = RevertSet::build(&config.settings.reverts, resolve)
+            .map_err(|e| fail(Cause::Revert(e)))?;
 
         let mut tools = Vec::with_capacity(operations.len() + 2);
         for (op, method) in operations.iter_mut().zip(&names) {
@@ -112,6 +111,7 @@ impl OpenApiConnector {
                 input_schema: std::mem::take(&mut op.input_schema),
                 output_schema: op.output_schema.take(),
                 requires_approval: config
+                    .settings
                     .approval
                     .requires_approval(&[&op.original, method], read_only),
                 read_only,
@@ -133,14 +133,14 @@ impl OpenApiConnector {
             ),
             input_schema: request::raw_schema(),
             output_schema: None,
-            requires_approval: config.approval.requires_approval(&[REQUEST_METHOD], false),
+            requires_approval: config.settings.approval.requires_approval(&[REQUEST_METHOD], false),
             read_only: false,
             replay: ReplayPolicy::Log,
             has_revert: reverts.has(REQUEST_METHOD),
             http: None,
             result_shape: None,
         });
-        let unused = apply_overrides(&mut tools, &config.tools, |m| {
+        let unused = apply_overrides(&mut tools, &config.settings.tools, |m| {
             names
                 .iter()
                 .position(|n| n == m)
@@ -188,7 +188,7 @@ impl OpenApiConnector {
             .clone()
             .or_else(|| default_instructions(&doc));
         Ok(OpenApiConnector {
-            name: config.name.clone(),
+            name: config.settings.name.clone(),
             instructions,
             operations,
             by_name,
@@ -198,7 +198,7 @@ impl OpenApiConnector {
                 base,
                 credentials,
                 headers,
-                timeout: Duration::from_millis(config.timeout_ms),
+                timeout: config.call_timeout(),
                 max_error_body: config.max_error_body,
                 max_response_bytes: config.max_response_bytes,
                 idempotency_header,
@@ -282,25 +282,21 @@ impl OpenApiBuilder {
     /// Loads the document named by `config.spec` (a file, or a URL fetched now) and builds.
     pub async fn load(self) -> Result<OpenApiConnector, OpenApiError> {
         let config = self.config;
-        let fail = |cause| OpenApiError::new(config.name.clone(), cause);
-        check_connector_name(&config.name).map_err(|e| fail(Cause::Name(e)))?;
+        let fail = |cause| OpenApiError::new(config.settings.name.clone(), cause);
+        check_connector_name(&config.settings.name).map_err(|e| fail(Cause::Name(e)))?;
         let credentials = Credentials::from_config(config.auth.as_ref()).map_err(fail)?;
         let client = build_client().map_err(fail)?;
-        let bytes = load::read_source(
-            &config.spec,
-            &client,
-            Duration::from_millis(config.timeout_ms),
-        )
-        .await
-        .map_err(fail)?;
+        let bytes = load::read_source(&config.spec, &client, config.call_timeout())
+            .await
+            .map_err(fail)?;
         OpenApiConnector::assemble(config, &bytes, client, credentials, self.sender)
     }
 
     /// Builds from a document already in memory (JSON or YAML).
     pub fn build(self, bytes: &[u8]) -> Result<OpenApiConnector, OpenApiError> {
         let config = self.config;
-        let fail = |cause| OpenApiError::new(config.name.clone(), cause);
-        check_connector_name(&config.name).map_err(|e| fail(Cause::Name(e)))?;
+        let fail = |cause| OpenApiError::new(config.settings.name.clone(), cause);
+        check_connector_name(&config.settings.name).map_err(|e| fail(Cause::Name(e)))?;
         let credentials = Credentials::from_config(config.auth.as_ref()).map_err(fail)?;
         let client = build_client().map_err(fail)?;
         OpenApiConnector::assemble(config, bytes, client, credentials, self.sender)
@@ -308,7 +304,7 @@ impl OpenApiBuilder {
 }
 
 fn build_client() -> Result<reqwest::Client, Cause> {
-    client_builder()
+    codemode_tls::http_client_builder()
         .map_err(|e| Cause::Client(format!("its TLS settings: {e}")))?
         .build()
         .map_err(|e| Cause::Client(e.to_string()))

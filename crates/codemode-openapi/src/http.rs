@@ -12,19 +12,6 @@ use serde_json::{json, Map, Value};
 use std::time::Duration;
 use url::Url;
 
-/// A builder of the connector's HTTP client: rustls on ring with the platform's roots, chosen
-/// for this client alone (the process-wide provider is the host's).
-pub fn client_builder() -> Result<reqwest::ClientBuilder, rustls::Error> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_platform_verifier()?
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(reqwest::Client::builder().tls_backend_preconfigured(tls))
-}
-
 /// A configured client for one API.
 #[derive(Debug)]
 pub struct Http {

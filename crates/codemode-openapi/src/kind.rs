@@ -16,18 +16,9 @@ use std::time::Duration;
 pub struct OpenApiKind;
 
 impl OpenApiKind {
-    /// `config` as a connector of this kind (its shared fields become the shared settings).
+    /// `config` as a connector of this kind, with its own [`settings`](OpenApiConfig::settings).
     pub fn config(config: OpenApiConfig) -> Result<ConnectorConfig, KindError> {
-        let settings = ConnectorSettings {
-            name: config.name.clone(),
-            hint: config.hint.clone(),
-            max_in_flight: config.max_in_flight,
-            timeout_ms: Some(config.timeout_ms),
-            approval: config.approval.clone(),
-            reverts: config.reverts.clone(),
-            tools: config.tools.clone(),
-        };
-        ConnectorConfig::new(OpenApiKind, settings, config)
+        ConnectorConfig::new(OpenApiKind, config.settings.clone(), config)
     }
 }
 
@@ -72,14 +63,11 @@ impl ConnectorKind for OpenApiKind {
         settings: &ConnectorSettings,
         _host: &HostResources,
     ) -> Result<Started, BoxError> {
-        let mut config = config.clone();
-        config.name = settings.name.clone();
-        config.hint = settings.hint.clone();
-        config.max_in_flight = settings.max_in_flight;
-        config.timeout_ms = settings.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-        config.approval = settings.approval.clone();
-        config.reverts = settings.reverts.clone();
-        config.tools = settings.tools.clone();
+        // The registry's settings are the ones read from the table (or given in code).
+        let config = OpenApiConfig {
+            settings: settings.clone(),
+            ..config.clone()
+        };
         let spec = config.spec.clone();
         let connector = OpenApiConnector::from_spec(config)
             .await

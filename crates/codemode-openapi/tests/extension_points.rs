@@ -67,7 +67,7 @@ impl RequestSender for Refuser {
 
 fn items(base: &str, edit: impl FnOnce(&mut OpenApiConfig)) -> (OpenApiConfig, String) {
     let mut config = OpenApiConfig::new("items", "inline");
-    config.approval.allow = vec!["*".into()];
+    config.settings.approval.allow = vec!["*".into()];
     edit(&mut config);
     (config, support::spec_for(base).to_string())
 }

@@ -58,7 +58,7 @@ async fn methods_schemas_and_approval_defaults() {
     assert_eq!(c.instructions().unwrap(), "Items\n\nA tiny item store.");
 
     let loose = connector(&server.base, |c| {
-        c.approval = ApprovalPolicy {
+        c.settings.approval = ApprovalPolicy {
             allow: vec!["create*".into()],
             require: vec!["list_items".into(), "listItems".into()],
         }
@@ -148,7 +148,7 @@ async fn http_errors_carry_status_and_a_bounded_body() {
 #[tokio::test]
 async fn calls_time_out() {
     let server = support::start().await;
-    let c = connector(&server.base, |c| c.timeout_ms = 300).await;
+    let c = connector(&server.base, |c| c.settings.timeout_ms = Some(300)).await;
     let started = std::time::Instant::now();
     let err = c.execute("slow", json!({}), ctx(0)).await.unwrap_err();
     assert!(err.0.contains("timed out after 300 ms"), "{err}");
@@ -159,7 +159,7 @@ async fn calls_time_out() {
 async fn reverts_from_configuration() {
     let server = support::start().await;
     let rule = RevertRule::new("createItem", "deleteItem", json!({"id": "${result.id}"})).unwrap();
-    let c = connector(&server.base, |c| c.reverts = vec![rule]).await;
+    let c = connector(&server.base, |c| c.settings.reverts = vec![rule]).await;
     let tools = c.tools();
     assert!(
         tools
@@ -195,7 +195,7 @@ async fn reverts_from_configuration() {
 
     let bad = RevertRule::new("createItem", "destroyItem", json!({})).unwrap();
     let mut config = OpenApiConfig::new("items", "inline");
-    config.reverts = vec![bad];
+    config.settings.reverts = vec![bad];
     let err = OpenApiConnector::from_bytes(
         config,
         support::spec_for(&server.base).to_string().as_bytes(),
@@ -263,7 +263,7 @@ async fn secrets_stay_host_side() {
     let err = c.execute("echoFail", json!({}), ctx(4)).await.unwrap_err();
     assert_clean("key-8d2b-very-secret", &err.0);
     let slow = connector(&server.base, |c| {
-        c.timeout_ms = 100;
+        c.settings.timeout_ms = Some(100);
         c.auth = Some(AuthConfig::ApiKey {
             location: ApiKeyLocation::Query,
             name: "api_key".into(),

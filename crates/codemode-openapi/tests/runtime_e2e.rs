@@ -19,7 +19,7 @@ async fn approve_run_and_roll_back_without_leaking_the_secret() {
     config.auth = Some(AuthConfig::Bearer {
         token_env: "CODEMODE_E2E_TOKEN".into(),
     });
-    config.reverts =
+    config.settings.reverts =
         vec![RevertRule::new("createItem", "deleteItem", json!({"id": "${result.id}"})).unwrap()];
     let spec = support::spec_for(&server.base).to_string();
     let connector = OpenApiConnector::from_bytes(config, spec.as_bytes()).unwrap();

@@ -17,20 +17,6 @@ pub struct Client {
     http: reqwest::Client,
 }
 
-/// A builder of this crate's HTTP clients (the control API's, the OTLP exporter's): rustls on
-/// ring with the platform's roots, chosen for each client alone (the process-wide provider is
-/// the host's).
-pub(crate) fn http_client_builder() -> Result<reqwest::ClientBuilder, rustls::Error> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_platform_verifier()?
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(reqwest::Client::builder().tls_backend_preconfigured(tls))
-}
-
 impl Client {
     /// A client of `base` (`http://HOST:PORT`), sending `token` as a bearer token when given.
     pub fn new(base: &str, token: Option<String>) -> ControlResult<Client> {
@@ -40,7 +26,7 @@ impl Client {
                 "--server {base:?}: expected a URL like http://127.0.0.1:7357"
             )));
         }
-        let http = http_client_builder()
+        let http = codemode_tls::http_client_builder()
             .map_err(|e| {
                 ControlError::Setup(format!("cannot set up TLS for the HTTP client: {e}"))
             })?

@@ -77,8 +77,9 @@ fn respond(content_type: &'static str, body: &'static str) -> Response {
     resp
 }
 
-/// The console's routes, to merge beside the API (outside its token check).
-pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+/// The console's routes, to merge beside the API (outside its token check); reached only
+/// through [`crate::routes`], behind the loopback rule.
+pub(crate) fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     FILES
         .iter()
         .fold(Router::new(), |r, &(path, content_type, body)| {

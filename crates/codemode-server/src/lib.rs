@@ -72,7 +72,9 @@ pub fn router(runtime: Arc<Runtime>, options: ServerOptions) -> Router {
     routes(ServerState::new(runtime, options))
 }
 
-/// [`router`] over state a host already built.
+/// [`router`] over state a host already built. This and [`router`] are the only ways to get
+/// the HTTP routes: the API, `/mcp`, the console and the metrics are served behind the token
+/// check and the loopback rule, never without them.
 pub fn routes(state: SharedState) -> Router {
     let max_body = state.options.max_body_bytes;
     let metrics = metrics::Metrics::start(&state.runtime);

@@ -30,8 +30,9 @@ pub struct CodemodeMcp {
 }
 
 impl CodemodeMcp {
-    /// A handler over the state.
-    pub fn new(state: SharedState) -> Self {
+    /// A handler over the state: made only by [`http_service`] and [`serve_stdio`], so that a
+    /// host reaches it over HTTP only through [`crate::routes`], behind the loopback rule.
+    pub(crate) fn new(state: SharedState) -> Self {
         CodemodeMcp { state }
     }
 
@@ -270,11 +271,13 @@ impl ServerHandler for CodemodeMcp {
     }
 }
 
-/// The Streamable HTTP service mounted at `/mcp`.
-/// The `Host`, `Origin` and token checks are the router's, in front of it.
+/// The Streamable HTTP service mounted at `/mcp` by [`crate::routes`]: crate-private, since the
+/// `Host`, `Origin`, token checks and the loopback rule are the router's, in front of it.
 /// Cancelling `shutdown` ends every MCP session and its open event stream, so a connected
 /// client does not hold up a graceful shutdown.
-pub fn http_service(state: SharedState) -> StreamableHttpService<CodemodeMcp, LocalSessionManager> {
+pub(crate) fn http_service(
+    state: SharedState,
+) -> StreamableHttpService<CodemodeMcp, LocalSessionManager> {
     let shutdown: CancellationToken = state.options.shutdown.clone();
     let handler = CodemodeMcp::new(state);
     // The `Host` check is the server's own (crate::guard), in front of every route, with

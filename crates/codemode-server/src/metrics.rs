@@ -343,8 +343,9 @@ impl Metrics {
         let _ = self.event_streams.set(events);
     }
 
-    /// The `GET /metrics` route.
-    pub fn route<S: Clone + Send + Sync + 'static>(self: Arc<Self>) -> MethodRouter<S> {
+    /// The `GET /metrics` route; served only through [`crate::routes`], behind the token
+    /// check and the loopback rule.
+    pub(crate) fn route<S: Clone + Send + Sync + 'static>(self: Arc<Self>) -> MethodRouter<S> {
         get(move || {
             let m = self.clone();
             async move { m.scrape().await }

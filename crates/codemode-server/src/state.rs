@@ -16,7 +16,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 pub struct ServerOptions {
     /// Largest HTTP request body accepted by the control API, in bytes.
     pub max_body_bytes: usize,
-    /// Who is served when `tokens` is empty: loopback clients only (the default), or every
+    /// Who is served when `tokens` is empty: loopback clients not relayed by a proxy (the
+    /// default), loopback clients including those the host's local proxy relays, or every
     /// client the host lets through.
     pub access: crate::auth::Access,
     /// The tokens API and MCP requests must carry, with their roles (none: no token needed,
@@ -82,6 +83,14 @@ impl ServerOptions {
     /// authenticates every request itself (its own middleware or proxy) before the router.
     pub fn host_authenticated(mut self) -> Self {
         self.access = crate::auth::Access::HostAuthenticated;
+        self
+    }
+
+    /// These options with the requests a proxy on this machine relays served without a token
+    /// ([`Access::BehindLocalProxy`](crate::auth::Access::BehindLocalProxy)): for a host
+    /// whose own reverse proxy, on loopback, admits only the clients it means to serve.
+    pub fn behind_local_proxy(mut self) -> Self {
+        self.access = crate::auth::Access::BehindLocalProxy;
         self
     }
 }

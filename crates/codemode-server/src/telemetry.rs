@@ -192,7 +192,7 @@ impl Telemetry {
         let resource = Resource::builder()
             .with_service_name(settings.service_name.clone())
             .build();
-        let client = crate::client::http_client_builder()
+        let client = codemode_tls::http_client_builder()
             .map_err(|e| TelemetryError::Exporter(format!("its TLS settings: {e}")))?
             .timeout(EXPORT_TIMEOUT)
             .build()

@@ -10,7 +10,7 @@ use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use codemode_server::auth::{Principal, Role, Tokens};
-use codemode_server::{router, Access, ServerOptions};
+use codemode_server::{router, routes, Access, ServerOptions, ServerState};
 use common::{error_of, runtime, Call};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -171,6 +171,91 @@ async fn the_opt_in_serves_every_client_the_host_lets_through() {
         assert_eq!(a.body["result"], "hi");
     }
     assert_eq!(ServerOptions::default().access, Access::LoopbackOnly);
+}
+
+/// Who is served without tokens, by access policy, peer and relay header: `Ok(())` served,
+/// `Err(words)` refused with 403 and a reason holding every one of `words`.
+#[tokio::test]
+async fn access_peer_and_relay_headers_decide_who_is_served() {
+    type Expect = Result<(), &'static [&'static str]>;
+    const SERVED: Expect = Ok(());
+    const RELAYED: Expect = Err(&["relayed by a proxy", "behind_local_proxy()"]);
+    const OFF_LOOPBACK: Expect = Err(&["203.0.113.7", "not loopback", "host_authenticated()"]);
+    const NO_PEER: Expect = Err(&["cannot tell where this request comes from"]);
+    const LOCAL: Option<&str> = Some("127.0.0.1:50000");
+    let xff = Some(("x-forwarded-for", "198.51.100.4"));
+    let fwd = Some(("forwarded", "for=198.51.100.4"));
+    let real = Some(("x-real-ip", "198.51.100.4"));
+    #[rustfmt::skip]
+    let table: Vec<(Access, Option<&str>, Option<(&str, &str)>, Expect)> = vec![
+        (Access::LoopbackOnly,      LOCAL,            None, SERVED),
+        (Access::LoopbackOnly,      Some("[::1]:9"),  None, SERVED),
+        (Access::LoopbackOnly,      LOCAL,            xff,  RELAYED),
+        (Access::LoopbackOnly,      LOCAL,            fwd,  RELAYED),
+        (Access::LoopbackOnly,      LOCAL,            real, RELAYED),
+        (Access::LoopbackOnly,      Some(FAR),        None, OFF_LOOPBACK),
+        (Access::LoopbackOnly,      None,             None, NO_PEER),
+        (Access::BehindLocalProxy,  LOCAL,            None, SERVED),
+        (Access::BehindLocalProxy,  LOCAL,            xff,  SERVED),
+        (Access::BehindLocalProxy,  Some("[::1]:9"),  fwd,  SERVED),
+        (Access::BehindLocalProxy,  LOCAL,            real, SERVED),
+        (Access::BehindLocalProxy,  Some(FAR),        None, OFF_LOOPBACK),
+        (Access::BehindLocalProxy,  Some(FAR),        xff,  OFF_LOOPBACK),
+        (Access::BehindLocalProxy,  None,             xff,  NO_PEER),
+        (Access::HostAuthenticated, Some(FAR),        xff,  SERVED),
+        (Access::HostAuthenticated, None,             None, SERVED),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime(dir.path());
+    for (access, peer, header, expect) in table {
+        let options = ServerOptions {
+            access,
+            ..ServerOptions::default()
+        };
+        let app = router(rt.clone(), options);
+        let mut call = Call::new("GET", "/api/whoami").from(peer);
+        if let Some((name, value)) = header {
+            call = call.header(name, value);
+        }
+        let a = call.send(&app).await;
+        let case = format!("{access:?} from {peer:?} with {header:?}");
+        match expect {
+            Ok(()) => {
+                assert_eq!(a.status, 200, "{case}: {:?}", a.body);
+                assert_eq!(a.body["name"], "local", "{case}");
+            }
+            Err(words) => {
+                assert_eq!(a.status, 403, "{case}: {:?}", a.body);
+                let e = error_of(&a);
+                for w in words {
+                    assert!(e.contains(w), "{case}: {w:?} not in {e}");
+                }
+            }
+        }
+    }
+    assert_eq!(
+        ServerOptions::default().behind_local_proxy().access,
+        Access::BehindLocalProxy
+    );
+}
+
+/// Every public way to get a router applies the rule: `routes` over state the host built
+/// refuses a client off loopback on every guarded route, as `router` does.
+#[tokio::test]
+async fn routes_over_the_hosts_own_state_keep_the_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = routes(ServerState::new(
+        runtime(dir.path()),
+        ServerOptions::default(),
+    ));
+    for call in guarded_calls() {
+        let what = format!("{} {}", call.method, call.path);
+        let a = call.from(Some(FAR)).send(&app).await;
+        assert_eq!(a.status, 403, "{what}: {:?}", a.body);
+        assert!(error_of(&a).contains("not loopback"), "{what}");
+    }
+    let served = Call::new("GET", "/api/whoami").send(&app).await;
+    assert_eq!(served.status, 200, "{:?}", served.body);
 }
 
 /// The host's own auth: a request with `X-User: alice` is alice with the role `run`; any

@@ -1,5 +1,6 @@
-//! What codemode's tests share: the one rule for a missing prerequisite and where the
-//! repository's fixtures are.
+//! What codemode's tests share: the one rule for a missing prerequisite, where the
+//! repository's fixtures are, and the plain-text TLS server of the `no_process_provider`
+//! tests ([`tls`]).
 //!
 //! A test that needs something from outside the repository (a PostgreSQL server, the npm
 //! fixtures, a browser) asks for it here. On a developer's machine a missing prerequisite is a
@@ -10,6 +11,8 @@
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+pub mod tls;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

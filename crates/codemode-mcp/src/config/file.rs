@@ -2,21 +2,21 @@
 //! in `codemode.toml`): the transport's keys sit in the table itself, and old shapes are
 //! refused with what to write instead.
 
-use super::{McpConfig, McpTransport, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_STARTUP_TIMEOUT_MS};
+use super::{McpConfig, McpTransport, DEFAULT_STARTUP_TIMEOUT_MS};
 use crate::env::EnvValue;
-use codemode::policy::{ApprovalPolicy, RevertRule, ToolOverride};
+use codemode::kind::ConnectorSettings;
 use serde::de::{self, IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
-/// Every key an MCP connector's table may have.
+/// Every key an MCP connector's table may have: the shared ones and its own.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct McpConfigFile {
-    #[serde(default)]
-    name: Option<String>,
+    #[serde(flatten)]
+    settings: ConnectorSettings,
     #[serde(default)]
     command: Option<Command>,
     #[serde(default)]
@@ -32,23 +32,11 @@ pub(crate) struct McpConfigFile {
     #[serde(default)]
     bearer_token_env: Option<String>,
     #[serde(default)]
-    approval: ApprovalPolicy,
-    #[serde(default)]
-    reverts: Vec<RevertRule>,
-    #[serde(default)]
     instructions: Option<String>,
-    #[serde(default)]
-    hint: Option<String>,
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-    #[serde(default)]
-    max_in_flight: Option<usize>,
     #[serde(default)]
     startup_timeout_ms: Option<u64>,
     #[serde(default)]
     rename: BTreeMap<String, String>,
-    #[serde(default)]
-    tools: BTreeMap<String, ToolOverride>,
     #[serde(default)]
     allow_code_tools: bool,
     /// The old nested shape, refused with what to write instead.
@@ -140,17 +128,13 @@ impl TryFrom<McpConfigFile> for McpConfig {
                 }
             }
         };
-        let mut c = McpConfig::new(f.name.unwrap_or_default(), transport);
-        c.approval = f.approval;
-        c.reverts = f.reverts;
-        c.instructions = f.instructions;
-        c.hint = f.hint;
-        c.timeout_ms = f.timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS);
-        c.max_in_flight = f.max_in_flight;
-        c.startup_timeout_ms = f.startup_timeout_ms.unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS);
-        c.rename = f.rename;
-        c.tools = f.tools;
-        c.allow_code_tools = f.allow_code_tools;
-        Ok(c)
+        Ok(McpConfig {
+            settings: f.settings,
+            transport,
+            instructions: f.instructions,
+            startup_timeout_ms: f.startup_timeout_ms.unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS),
+            rename: f.rename,
+            allow_code_tools: f.allow_code_tools,
+        })
     }
 }

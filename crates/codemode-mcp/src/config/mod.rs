@@ -3,10 +3,11 @@
 mod file;
 
 use crate::env::EnvValue;
-use codemode::policy::{ApprovalPolicy, RevertRule, ToolOverride};
+use codemode::kind::ConnectorSettings;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Default per-call timeout.
 pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 60_000;
@@ -19,29 +20,19 @@ pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(try_from = "file::McpConfigFile")]
 pub struct McpConfig {
-    /// The global name in the sandbox (in `codemode.toml`, the key of the connector's table).
-    pub name: String,
+    /// The keys every kind shares: the global name, `hint`, `max_in_flight`, `timeout_ms`
+    /// (default [`DEFAULT_CALL_TIMEOUT_MS`]), and the policy: `approval` (tools annotated
+    /// `readOnlyHint: true` are read-only), `reverts`, and `tools` (per-tool `description`,
+    /// `replay`, `requires_approval`, by the tool's method or server name).
+    pub settings: ConnectorSettings,
     /// How to reach the server.
     pub transport: McpTransport,
-    /// Which tools need approval (tools annotated `readOnlyHint: true` are read-only).
-    pub approval: ApprovalPolicy,
-    /// Compensating calls for rollback.
-    pub reverts: Vec<RevertRule>,
     /// Guidance for the model; the server's own instructions when absent.
     pub instructions: Option<String>,
-    /// A one-line hint beside the connector's name in the tool description.
-    pub hint: Option<String>,
-    /// Per-call timeout in milliseconds (the runtime fails a call that takes longer).
-    pub timeout_ms: u64,
-    /// Calls of this connector in flight at once in one execution (default: `limits.max_in_flight`).
-    pub max_in_flight: Option<usize>,
     /// Time allowed for start-up and handshake, in milliseconds.
     pub startup_timeout_ms: u64,
     /// Method names chosen for tools, by the tool's name on the server (`"old-name" = "new_name"`).
     pub rename: BTreeMap<String, String>,
-    /// Per-tool settings (`description`, `replay`, `requires_approval`), by the tool's method
-    /// or server name; see [`ToolOverride`].
-    pub tools: BTreeMap<String, ToolOverride>,
     /// Let in tools that take code to run (named like a code runner, or whose input has a
     /// string `code` or `script`): left out by default, since code run there escapes the log
     /// and the approvals, and a Code Mode server wrapped as a connector would run itself.
@@ -52,19 +43,23 @@ impl McpConfig {
     /// A configuration with defaults for everything but the name and the transport.
     pub fn new(name: impl Into<String>, transport: McpTransport) -> Self {
         McpConfig {
-            name: name.into(),
+            settings: ConnectorSettings::new(name),
             transport,
-            approval: ApprovalPolicy::default(),
-            reverts: Vec::new(),
             instructions: None,
-            hint: None,
-            timeout_ms: DEFAULT_CALL_TIMEOUT_MS,
-            max_in_flight: None,
             startup_timeout_ms: DEFAULT_STARTUP_TIMEOUT_MS,
             rename: BTreeMap::new(),
-            tools: BTreeMap::new(),
             allow_code_tools: false,
         }
+    }
+
+    /// The global name in the sandbox.
+    pub fn name(&self) -> &str {
+        &self.settings.name
+    }
+
+    /// How long one call may take: `timeout_ms`, else [`DEFAULT_CALL_TIMEOUT_MS`].
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.settings.timeout_ms.unwrap_or(DEFAULT_CALL_TIMEOUT_MS))
     }
 }
 

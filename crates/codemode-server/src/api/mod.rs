@@ -23,7 +23,9 @@ pub(crate) use events::{client_of, refused_stream};
 pub use health::healthz;
 
 /// Every `/api` route, with bodies read whole (at most `max_body` bytes) before they run.
-pub fn routes(max_body: usize) -> Router<SharedState> {
+/// Crate-private: a host gets them through [`crate::routes`], behind the token check and the
+/// loopback rule.
+pub(crate) fn routes(max_body: usize) -> Router<SharedState> {
     Router::new()
         .merge(executions::routes())
         .merge(audit::routes())

@@ -19,6 +19,13 @@ pub enum Access {
     /// listener did not record is refused with 403. `/healthz` is always answered.
     #[default]
     LoopbackOnly,
+    /// Clients on loopback, including requests a proxy on this machine relayed (they carry
+    /// `Forwarded`, `X-Forwarded-For` or `X-Real-IP`): for a host that puts its own reverse
+    /// proxy in front of the router. The host takes on who reaches that proxy: every client
+    /// it relays is served as `local` with the role `admin`, so the proxy must itself admit
+    /// only clients the host means to serve (listen on loopback only, or authenticate them).
+    /// A peer off loopback and a request with no peer address are still refused.
+    BehindLocalProxy,
     /// Every client that reaches the router: the host authenticates each request itself (its
     /// own middleware, or a proxy that checks who calls) before the router sees it. Without
     /// tokens every such caller has every right, as `local` with the role `admin`, unless the
@@ -36,11 +43,14 @@ const RELAYED: [HeaderName; 3] = [
 /// How a host lifts the refusal, said at the end of every refusal.
 const FIX: &str = "configure bearer tokens (ServerOptions::tokens; `codemode serve --token-env VAR` or [auth.tokens.NAME] in codemode.toml), or, if the host authenticates every request itself before the router, mount it with ServerOptions::host_authenticated()";
 
+/// How a host serves the requests its own proxy relays, said when one is refused.
+const FIX_RELAYED: &str = "if that proxy is the host's own and admits only clients it means to serve, mount the router with ServerOptions::behind_local_proxy()";
+
 /// Set once the missing peer address was logged, so a misconfigured host is told once.
 static TOLD_NO_PEER: AtomicBool = AtomicBool::new(false);
 
 /// Why `req` is refused when the server has no tokens (`has_tokens` false) and `access` is
-/// [`Access::LoopbackOnly`], if it is; `/healthz` never is.
+/// not [`Access::HostAuthenticated`], if it is; `/healthz` never is.
 pub fn refusal(access: Access, has_tokens: bool, req: &Request) -> Option<ApiError> {
     if has_tokens || access == Access::HostAuthenticated || req.uri().path() == "/healthz" {
         return None;
@@ -63,9 +73,12 @@ pub fn refusal(access: Access, has_tokens: bool, req: &Request) -> Option<ApiErr
             peer.ip()
         ));
     }
+    if access == Access::BehindLocalProxy {
+        return None;
+    }
     if let Some(name) = RELAYED.iter().find(|h| req.headers().contains_key(*h)) {
         return refuse(format!(
-            "this request was relayed by a proxy on this machine (it carries the header {name}), so its loopback address does not say where the client is"
+            "this request was relayed by a proxy on this machine (it carries the header {name}), so its loopback address does not say where the client is; {FIX_RELAYED}"
         ));
     }
     None
@@ -125,6 +138,7 @@ mod tests {
         let far = from(Some("10.1.2.3:5000"), None, "/api/pending");
         assert!(refusal(Access::LoopbackOnly, true, &far).is_none());
         assert!(refusal(Access::HostAuthenticated, false, &far).is_none());
+        assert!(refusal(Access::BehindLocalProxy, false, &far).is_some());
         let health = from(None, None, "/healthz");
         assert!(refusal(Access::LoopbackOnly, false, &health).is_none());
     }

@@ -11,9 +11,11 @@
 //! (`api` by default); each tool's description says how to use it. Outputs are cut to a token
 //! budget by structural truncation (`codemode::value::truncate_outcome`).
 
+mod kind;
 mod query;
 mod spec;
 
+pub use kind::{LoadedSpec, SpecKind};
 pub use query::{resolve_refs_within, SpecIndex, PART_BUDGET, SPEC_MAX_CHARS};
 pub use spec::{
     spec_connectors, SpecApi, SpecConnectors, GET_METHOD, OPERATION_METHOD, PATHS_METHOD,

@@ -7,8 +7,11 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// What every connector's table may say whatever its kind: its name, how it is shown, its
-/// call limits, and (for kinds that take it) its approval policy.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// call limits, and (for kinds that take it) its approval policy. A kind's configuration
+/// type may hold it (`#[serde(flatten)]`) so that it reads the shared keys when deserialized
+/// on its own; every key is optional.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
 pub struct ConnectorSettings {
     /// The global name in the sandbox (in configuration, the key of the connector's table).
     pub name: String,
