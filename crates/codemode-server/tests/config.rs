@@ -308,7 +308,7 @@ fn approvals_max_batch_is_read_and_refused_at_zero_and_past_its_limit() {
         ),
         (
             "[approvals]\nmax_batch = -1\n",
-            Err(&["approvals.max_batch", "invalid value"]),
+            Err(&["max_batch = -1", "invalid value"]),
         ),
     ];
     for (text, want) in cases {

@@ -120,7 +120,10 @@ mod tests {
                 "{n}/{budget}: {size}"
             );
             let text = r.content[0].as_text().unwrap().text.clone();
-            assert!(text.contains("seq 0 tasks.create_task"), "{text}");
+            // A budget too small for the list counts the actions instead (the ids stay in
+            // the structured content).
+            let listed = text.contains("seq 0 tasks.create_task");
+            assert_eq!(listed, budget >= 24_000, "{text}");
             assert_eq!(
                 text.contains("These are one batch"),
                 n >= max_batch,
