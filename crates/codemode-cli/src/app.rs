@@ -277,6 +277,9 @@ pub async fn build(settings: &Settings) -> Result<App> {
     if let Some(n) = limits.max_in_flight_per_execution {
         builder = builder.max_in_flight_per_execution(n);
     }
+    if let Some(n) = settings.config.approvals.max_batch {
+        builder = builder.max_batch(n);
+    }
     if let Some(ms) = limits.lease_ms {
         builder = builder.lease(Duration::from_millis(ms));
     }

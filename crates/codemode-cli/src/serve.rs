@@ -91,6 +91,7 @@ async fn serve_with(
         tool: settings.config.tool.options(),
         workspace: app.workspace,
         result_budget,
+        max_batch: runtime.max_batch(),
         ..ServerOptions::default()
     };
     if args.stdio {

@@ -249,6 +249,20 @@ enum Waited {
 }
 
 /// A host reply that is ready now, without waiting.
+/// Once the code settled: polls each call it made that the host has not yet seen, so that
+/// every call made before the end reaches the host, which finishes and records it (the code
+/// sees no reply). The futures are dropped with the pass; the host finishes the calls.
+fn hand_over(state: &PassState<'_>, waker: &Waker) {
+    state.host.settled();
+    let mut cx = TaskContext::from_waker(waker);
+    let fresh: Vec<HostFuture> = state.fresh.borrow_mut().drain(..).collect();
+    for mut future in fresh {
+        if Pin::new(&mut future).poll(&mut cx).is_pending() {
+            state.in_flight.borrow_mut().push(future);
+        }
+    }
+}
+
 fn poll_reply(in_flight: &RefCell<FuturesUnordered<HostFuture>>, waker: &Waker) -> Option<Reply> {
     let mut cx = TaskContext::from_waker(waker);
     match in_flight.borrow_mut().poll_next_unpin(&mut cx) {
@@ -604,26 +618,26 @@ impl Driver<'_> {
         // Replies reach the sandbox one at a time, each once every job the one before caused
         // has run, in the order their futures finish (the host orders them; see
         // `codemode::Host`). A call is polled first in the order the code made it.
-        let mut returned: Option<PassEnd> = None;
         loop {
             while self.stop.get() == Stop::Running && ctx.execute_pending_job() {}
             if let Some(end) = self.stopped() {
                 return end;
             }
-            if returned.is_none() {
-                match main.state() {
-                    // The value is taken now; calls the code did not await still run.
-                    PromiseState::Resolved => returned = Some(self.result(ctx, &main, helpers)),
-                    PromiseState::Rejected => {
-                        let _ = main.result::<Value>();
-                        return PassEnd::Failed(self.caught(
-                            ctx,
-                            helpers,
-                            &self.prepared.normalized,
-                        ));
-                    }
-                    PromiseState::Pending => {}
+            match main.state() {
+                // Settled: the calls the code made and did not await reach the host, which
+                // finishes and records them; the code sees none of their results.
+                PromiseState::Resolved => {
+                    let end = self.result(ctx, &main, helpers);
+                    hand_over(state, &waker);
+                    return end;
                 }
+                PromiseState::Rejected => {
+                    let _ = main.result::<Value>();
+                    let end = PassEnd::Failed(self.caught(ctx, helpers, &self.prepared.normalized));
+                    hand_over(state, &waker);
+                    return end;
+                }
+                PromiseState::Pending => {}
             }
             let next = state.fresh.borrow_mut().pop_front();
             if let Some(mut future) = next {
@@ -639,9 +653,6 @@ impl Driver<'_> {
                 continue;
             }
             if state.in_flight.borrow().is_empty() {
-                if let Some(end) = returned {
-                    return end;
-                }
                 return PassEnd::Failed(
                     "The code is waiting for a promise that nothing will ever settle (no host call is in flight; there are no timers in the sandbox). Await only connector and codemode calls, or promises built from them.".to_string(),
                 );

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 mod live;
+mod paused;
 mod streams;
 mod wait;
 
@@ -202,38 +203,36 @@ fn batch_question(pending: &[codemode::PendingAction]) -> String {
     text
 }
 
-/// The outcome as `structuredContent` and as text; a pause says who must approve and how,
-/// with commands that work as printed (`options.approve_hint`, and the API when listening).
+/// The outcome as `structuredContent` and as text. A pause is rendered within the result
+/// budget (see `mcp/paused.rs`): its text says what waits and who must approve it and how,
+/// with commands that work as printed (`options.approve_hint`, and the API when listening);
+/// its structured content carries only the ids.
 pub fn outcome_result(outcome: &Outcome, options: &crate::ServerOptions) -> CallToolResult {
+    if let Outcome::Paused {
+        execution_id,
+        pending,
+    } = outcome
+    {
+        let cmd = match options.approve_hint.trim() {
+            "" => "codemode",
+            hint => hint,
+        };
+        let seq = pending.first().map_or(0, |p| p.seq);
+        let api = options.listen.map_or(String::new(), |a| {
+            format!(", or `POST http://{a}/api/executions/{execution_id}/approve`")
+        });
+        let hint = format!(
+            "Tell the user; they approve with `{cmd} approve {execution_id}`{api} (or reject with `{cmd} reject {execution_id} {seq}`). Do not resend the code: approval resumes it where it stopped. To wait for the decision and get the result, call this tool again with {{\"executionId\": \"{execution_id}\"}}."
+        );
+        let budget = options.result_budget.budget_chars();
+        return paused::paused_result(execution_id, pending, &hint, options.max_batch, budget);
+    }
     let value = serde_json::to_value(outcome).unwrap_or(Value::Null);
     let mut result = CallToolResult::structured(value.clone());
-    let mut text = value.to_string();
-    match outcome {
-        Outcome::Paused {
-            execution_id,
-            pending,
-        } => {
-            let actions: Vec<String> = pending
-                .iter()
-                .map(|p| format!("{}.{}({})", p.connector, p.method, p.args))
-                .collect();
-            let cmd = match options.approve_hint.trim() {
-                "" => "codemode",
-                hint => hint,
-            };
-            let seq = pending.first().map_or(0, |p| p.seq);
-            let api = options.listen.map_or(String::new(), |a| {
-                format!(", or `POST http://{a}/api/executions/{execution_id}/approve`")
-            });
-            text.push_str(&format!(
-                "\n\nThis execution is paused: a person must approve {} before it continues. Tell the user; they approve with `{cmd} approve {execution_id}`{api} (or reject with `{cmd} reject {execution_id} {seq}`). Do not resend the code: approval resumes it where it stopped. To wait for the decision and get the result, call this tool again with {{\"executionId\": \"{execution_id}\"}}.",
-                actions.join(", ")
-            ));
-        }
-        Outcome::Error { .. } => result.is_error = Some(true),
-        Outcome::Completed { .. } => {}
+    if let Outcome::Error { .. } = outcome {
+        result.is_error = Some(true);
     }
-    result.content = vec![ContentBlock::text(text)];
+    result.content = vec![ContentBlock::text(value.to_string())];
     result
 }
 

@@ -46,6 +46,8 @@ pub struct ServerOptions {
     pub workspace: Option<codemode_workspace::Workspace>,
     /// The budget an MCP tool call's outcome is cut to (`limits.max_result_tokens`).
     pub result_budget: codemode::TruncateOptions,
+    /// The most actions one pause proposes (the runtime's `max_batch`), said in a pause's text.
+    pub max_batch: usize,
     /// Passes running at once and requests waiting for one (`limits.max_running`,
     /// `limits.max_queued`).
     pub admission: crate::admission::AdmissionOptions,
@@ -71,6 +73,7 @@ impl Default for ServerOptions {
             tool: codemode::runtime::ToolOptions::default(),
             workspace: None,
             result_budget: codemode::TruncateOptions::default(),
+            max_batch: codemode::DEFAULT_MAX_BATCH,
             admission: crate::admission::AdmissionOptions::default(),
             streams: crate::events::StreamLimits::default(),
         }

@@ -290,3 +290,37 @@ async fn a_start_failure_holds_no_secret() {
     assert!(err.contains("connectors.gh"), "{err}");
     assert!(!err.contains("s3cr3t-t0ken-value"), "{err}");
 }
+
+#[test]
+fn approvals_max_batch_is_read_and_refused_at_zero_and_past_its_limit() {
+    let cases: &[(&str, Result<Option<usize>, &[&str]>)] = &[
+        ("", Ok(None)),
+        ("[approvals]\nmax_batch = 1\n", Ok(Some(1))),
+        ("[approvals]\nmax_batch = 25\n", Ok(Some(25))),
+        ("[approvals]\nmax_batch = 1000\n", Ok(Some(1000))),
+        (
+            "[approvals]\nmax_batch = 0\n",
+            Err(&["approvals.max_batch = 0", "use at least 1"]),
+        ),
+        (
+            "[approvals]\nmax_batch = 1001\n",
+            Err(&["approvals.max_batch = 1001", "use at most 1000"]),
+        ),
+        (
+            "[approvals]\nmax_batch = -1\n",
+            Err(&["max_batch = -1", "invalid value"]),
+        ),
+    ];
+    for (text, want) in cases {
+        match (Config::parse(text, "c.toml"), want) {
+            (Ok(config), Ok(n)) => assert_eq!(config.approvals.max_batch, *n, "{text}"),
+            (Err(e), Err(parts)) => {
+                let e = e.to_string();
+                for part in *parts {
+                    assert!(e.contains(part), "{text}: {e}");
+                }
+            }
+            (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
+        }
+    }
+}

@@ -114,6 +114,10 @@ pub trait Host: Send + Sync {
     /// in [`ExecuteResult::logs`]); it must be quick and must not block.
     fn console(&self, _line: &str) {}
 
+    /// Tells the host the code settled (returned or threw): no reply reaches the code from
+    /// now on, and a call made from now on is refused. Calls made before it still run.
+    fn settled(&self) {}
+
     /// A flag the host sets to stop the pass at its next instruction boundary (a cancel), or
     /// `None` if this host never stops a pass that way.
     fn stop_flag(&self) -> Option<Arc<AtomicBool>> {

@@ -58,8 +58,8 @@ pub use model::{
 };
 pub use runtime::{
     Approval, CommitObserver, EventObserver, Runtime, RuntimeBuilder, RuntimeEvent, SaveSnippet,
-    TraceCarrier, TransformResult, CANCEL_GRACE, EVENT_BUFFER, MAX_EVENT_ERROR_CHARS, TRACE_TARGET,
-    WAIT_POLL,
+    TraceCarrier, TransformResult, CANCEL_GRACE, DEFAULT_MAX_BATCH, EVENT_BUFFER,
+    MAX_EVENT_ERROR_CHARS, MAX_MAX_BATCH, TRACE_TARGET, WAIT_POLL,
 };
 pub use rust_connector::{RustConnector, RustTool};
 pub use schema_check::schema_problem;

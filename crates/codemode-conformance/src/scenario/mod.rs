@@ -27,6 +27,8 @@ pub struct Scenario {
     pub max_executions: Option<usize>,
     /// Truncate completed results to this many characters for the model.
     pub truncate_chars: Option<usize>,
+    /// The most actions one pause proposes (the runtime's default when unset).
+    pub max_batch: Option<usize>,
     /// The operations, in order.
     #[serde(rename = "step")]
     pub steps: Vec<Step>,

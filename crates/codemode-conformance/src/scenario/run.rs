@@ -25,6 +25,9 @@ pub async fn run_scenario(
     if let Some(keep) = scenario.max_executions {
         builder = builder.max_executions(keep);
     }
+    if let Some(actions) = scenario.max_batch {
+        builder = builder.max_batch(actions);
+    }
     if let Some(chars) = scenario.truncate_chars {
         builder = builder.transform_result(move |v| {
             codemode::truncate_result(

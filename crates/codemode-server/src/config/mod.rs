@@ -248,6 +248,9 @@ pub struct Approvals {
     /// How long an MCP tool call (or `POST /api/run?wait_ms=N`, at most this) waits for a
     /// decision on a paused run before it returns it paused, in milliseconds (default 50,000).
     pub wait_ms: Option<u64>,
+    /// The most actions one pause proposes (default 25, 1 to 1,000); the others the code
+    /// started wait and are proposed, in seq order, once these are decided.
+    pub max_batch: Option<usize>,
 }
 
 /// A configuration that cannot be used: where, and what to change.
@@ -333,6 +336,24 @@ impl Config {
         }
         if self.limits.max_running == Some(0) {
             return zero("limits.max_running".into(), "let no run start");
+        }
+        if self.approvals.max_batch == Some(0) {
+            return zero(
+                "approvals.max_batch".into(),
+                "propose no action and leave every paused run waiting forever",
+            );
+        }
+        if let Some(n) = self
+            .approvals
+            .max_batch
+            .filter(|n| *n > codemode::MAX_MAX_BATCH)
+        {
+            return Err(format!(
+                "`approvals.max_batch = {n}` is over the limit of {}: a pause that proposes that many actions cannot be shown to a model or decided by a person; use at most {} (default {})",
+                codemode::MAX_MAX_BATCH,
+                codemode::MAX_MAX_BATCH,
+                codemode::DEFAULT_MAX_BATCH
+            ));
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! from the log, run for real (a write marked `executing` and committed first), or parked
 //! until a person decides.
 
+use super::batch::joins_batch;
 use super::cursor::{durable_text, json_size, oversized, ReplayCursor, Stop};
 use super::delivery::Wait;
 use super::finish::FinishOnDrop;
@@ -66,6 +67,8 @@ impl PassHost {
             let Some(seq) = cursor.next_seq() else {
                 return (None, HostReply::Abort);
             };
+            let name = format!("{}.{}", call.namespace, call.method);
+            cursor.delivery.started(seq, name);
             let plan = match cursor.log.get(&seq) {
                 Some(recorded) => {
                     let answer = replay(Recorded::of(recorded, &call));
@@ -73,6 +76,10 @@ impl PassHost {
                 }
                 None => self.first(&mut cursor, seq, &call, &tool.spec, args_bytes),
             };
+            if matches!(plan, CallPlan::Await) {
+                // A pause reports it, or it never ran: not a call the code left unawaited.
+                cursor.delivery.forget(seq);
+            }
             (seq, plan)
         };
         let replayed = matches!(decision, CallPlan::Replay(..) | CallPlan::Rethrow(..));
@@ -114,12 +121,7 @@ impl PassHost {
         if let Some(entry) = mark {
             return self.write(connector, call, ctx, *entry, span).await;
         }
-        // Past the caps, the call waits here for its turn, in seq order.
-        let permit = self.gate.enter(seq, &call.namespace).await;
-        let timeout = self.gate.timeout(&call.namespace);
-        let outcome = timed(&self.runtime, connector, call, ctx, timeout, span).await;
-        drop(permit);
-        let reply = record(&self.cursor, seq, outcome);
+        let reply = self.read(connector, call, ctx, span).await;
         if self.lock().needs_flush() {
             if let Err(stop) = self.flush().await {
                 return (None, self.abort(stop));
@@ -150,6 +152,12 @@ impl PassHost {
             reexecute: spec.replay == ReplayPolicy::Reexecute,
             read_only: spec.read_only,
         });
+        let max_batch = self.runtime.inner.max_batch;
+        if answer == FirstRun::Pause && !joins_batch(cursor.delivery.awaiting.len(), max_batch) {
+            // The batch is full: the call waits in the program, unrecorded, and is proposed
+            // with a later batch, when a pass reaches its seq again (see `batch.rs`).
+            return CallPlan::Await;
+        }
         let mut entry = new_entry(seq, call, spec);
         if !cursor.add_log_bytes(args_bytes) {
             return CallPlan::Abort;
@@ -186,6 +194,41 @@ impl PassHost {
                 }
             }
         }
+    }
+
+    /// Runs a read (or a `reexecute` call) inline while the sandbox waits for it, and as a
+    /// task of its own once it stops waiting (the code settled without awaiting it), so that
+    /// it runs to its end and is recorded either way, as a write is.
+    async fn read(
+        &self,
+        connector: Arc<dyn Connector>,
+        call: HostCall,
+        ctx: CallContext,
+        span: Span,
+    ) -> (Option<u64>, HostReply) {
+        let seq = ctx.seq;
+        let cursor = self.cursor.clone();
+        let runtime = self.runtime.clone();
+        let gate = self.gate.clone();
+        let run = async move {
+            // Past the caps, the call waits here for its turn, in seq order.
+            let permit = gate.enter(seq, &call.namespace).await;
+            let timeout = gate.timeout(&call.namespace);
+            let outcome = timed(&runtime, connector, call, ctx, timeout, span).await;
+            drop(permit);
+            record(&cursor, seq, outcome)
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return run.await;
+        };
+        // The pass end waits for it a while (see `pass.rs`).
+        let in_flight = self.reads.clone().read_owned().await;
+        let run = async move {
+            let reply = run.await;
+            drop(in_flight);
+            reply
+        };
+        FinishOnDrop::new(handle, run).await
     }
 
     /// Runs a write inline while the sandbox waits for it, and as a task of its own once it

@@ -47,6 +47,10 @@ pub(super) struct Delivery {
     epoch: u64,
     /// Actions waiting for approval, by seq.
     pub awaiting: Vec<u64>,
+    /// Connector calls of this pass whose reply has not reached the sandbox: seq → name.
+    unseen: BTreeMap<u64, String>,
+    /// The seq of each ticket handed out this pass and not yet delivered.
+    seq_of: HashMap<u64, u64>,
     wakers: Vec<Waker>,
 }
 
@@ -70,13 +74,38 @@ impl Delivery {
     /// The ticket of the result at `seq`: the recorded one, else the next live one.
     pub fn ticket(&mut self, seq: u64) -> u64 {
         if let Some(ticket) = self.tickets.get(&seq) {
+            self.seq_of.insert(*ticket, seq);
             return *ticket;
         }
         let ticket = self.next_ticket;
         self.next_ticket += 1;
         self.tickets.insert(seq, ticket);
         self.undelivered.insert(ticket);
+        self.seq_of.insert(ticket, seq);
         ticket
+    }
+
+    /// Notes the connector call `name` at `seq`, made by the code: unseen until its reply
+    /// is delivered.
+    pub fn started(&mut self, seq: u64, name: String) {
+        self.unseen.insert(seq, name);
+    }
+
+    /// Notes that the reply of `ticket` reached the code.
+    pub fn seen(&mut self, ticket: u64) {
+        if let Some(seq) = self.seq_of.remove(&ticket) {
+            self.unseen.remove(&seq);
+        }
+    }
+
+    /// Forgets the call at `seq`: it waits for a person and never ran.
+    pub fn forget(&mut self, seq: u64) {
+        self.unseen.remove(&seq);
+    }
+
+    /// The connector calls whose reply never reached the sandbox, by seq, with their names.
+    pub fn unseen(&self) -> &BTreeMap<u64, String> {
+        &self.unseen
     }
 
     /// Whether `ticket` is the next to deliver.
@@ -171,6 +200,34 @@ mod tests {
         d.deliver(1);
         d.deliver(2);
         assert!(d.is_turn(3));
+    }
+
+    #[test]
+    fn a_call_is_unseen_until_its_reply_is_seen() {
+        let mut d = Delivery::new(&[entry(0, Some(0))]);
+        d.started(0, "shop.get".into());
+        d.started(1, "shop.put".into());
+        d.started(2, "shop.list".into());
+        let replayed = d.ticket(0);
+        let live = d.ticket(1);
+        d.deliver(replayed);
+        d.deliver(live);
+        assert_eq!(
+            d.unseen().len(),
+            3,
+            "delivered is not seen: the code may have settled"
+        );
+        d.seen(replayed);
+        assert_eq!(
+            d.unseen()
+                .iter()
+                .map(|(s, n)| (*s, n.as_str()))
+                .collect::<Vec<_>>(),
+            [(1, "shop.put"), (2, "shop.list")],
+            "a reply the code did not get, and a call with no reply yet, are unseen"
+        );
+        d.seen(live);
+        assert_eq!(d.unseen().keys().copied().collect::<Vec<_>>(), [2]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The runtime: runs model code in passes, logs every call, pauses, resumes and rolls back.
 
+mod batch;
 mod call;
 mod caps;
 mod control;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
 
+pub use batch::{DEFAULT_MAX_BATCH, MAX_MAX_BATCH};
 pub use caps::{DEFAULT_MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT_PER_EXECUTION};
 pub use control::SaveSnippet;
 pub use decide::{Approval, CANCEL_GRACE};
@@ -104,6 +106,7 @@ pub struct RuntimeBuilder {
     max_calls: u64,
     max_log_bytes: u64,
     max_snippet_depth: usize,
+    max_batch: usize,
     caps: caps::Caps,
     trace: Option<Arc<dyn TraceCarrier>>,
 }
@@ -202,6 +205,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The most actions one pause proposes for approval (default 25, 1 to 1,000); the
+    /// others the code started wait and are proposed, in seq order, once these are decided.
+    pub fn max_batch(mut self, actions: usize) -> Self {
+        self.max_batch = actions;
+        self
+    }
+
     /// A one-line hint for a connector, shown in the tool description.
     pub fn hint(mut self, connector: impl Into<String>, hint: impl Into<String>) -> Self {
         self.hints.push((connector.into(), hint.into()));
@@ -216,6 +226,7 @@ impl RuntimeBuilder {
                 "max_snippet_depth is 0, which would refuse every codemode.run; use at least 1 (default 8)".into(),
             ));
         }
+        batch::check_max_batch(self.max_batch)?;
         let registry = Registry::build(
             self.connectors,
             self.unavailable,
@@ -244,6 +255,7 @@ impl RuntimeBuilder {
                 max_calls: self.max_calls,
                 max_log_bytes: self.max_log_bytes,
                 max_snippet_depth: self.max_snippet_depth,
+                max_batch: self.max_batch,
                 caps: Arc::new(caps),
                 events: tokio::sync::broadcast::channel(watch::EVENT_BUFFER).0,
                 observers: std::sync::RwLock::default(),
@@ -314,6 +326,7 @@ pub(crate) struct Inner {
     pub max_calls: u64,
     pub max_log_bytes: u64,
     pub max_snippet_depth: usize,
+    pub max_batch: usize,
     pub caps: Arc<caps::Caps>,
     pub events: tokio::sync::broadcast::Sender<watch::RuntimeEvent>,
     pub observers: std::sync::RwLock<Vec<watch::EventObserver>>,
@@ -338,6 +351,7 @@ impl Runtime {
             max_calls: DEFAULT_MAX_CALLS,
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             max_snippet_depth: DEFAULT_MAX_SNIPPET_DEPTH,
+            max_batch: DEFAULT_MAX_BATCH,
             caps: caps::Caps::default(),
             trace: None,
         }
@@ -351,6 +365,11 @@ impl Runtime {
     /// How many terminal executions are kept when a new run begins (the retention limit).
     pub fn max_executions(&self) -> usize {
         self.inner.max_executions
+    }
+
+    /// The most actions one pause proposes for approval.
+    pub fn max_batch(&self) -> usize {
+        self.inner.max_batch
     }
 
     /// How long a pass holds its execution before another node may take it over.

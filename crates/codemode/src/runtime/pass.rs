@@ -23,9 +23,12 @@ use crate::value::{serialized_len, MAX_DURABLE_VALUE_CHARS};
 use crate::RuntimeError;
 use futures::future::BoxFuture;
 use serde_json::Value;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tracing::{Instrument, Span};
+
+/// What a call that reaches the host after the code settled (returned or threw) gets.
+pub(super) const LATE_CALL: &str = "the code execution finished before this tool call settled";
 
 /// The host side of one pass.
 pub(super) struct PassHost {
@@ -35,6 +38,11 @@ pub(super) struct PassHost {
     /// Each write in flight holds a read guard; the pass end takes the write guard, so it
     /// waits for writes the code did not await before it commits.
     pub(super) writes: Arc<tokio::sync::RwLock<()>>,
+    /// Each read in flight holds a read guard; the pass end waits a while for them.
+    pub(super) reads: Arc<tokio::sync::RwLock<()>>,
+    /// Set once the code settled: a reply no longer reaches it, and a call it makes later is
+    /// refused.
+    pub(super) settled: AtomicBool,
     /// Set when someone cancels the execution while this pass runs it.
     pub(super) signal: Arc<PassSignal>,
     /// The standing approvals (scope `execution`) recorded on the execution.
@@ -79,6 +87,8 @@ async fn run_in(
         execution_id: id.clone(),
         cursor: Arc::new(Mutex::new(ReplayCursor::new(execution.log, limits))),
         writes: Arc::new(tokio::sync::RwLock::new(())),
+        reads: Arc::new(tokio::sync::RwLock::new(())),
+        settled: AtomicBool::new(false),
         signal: guard.signal.clone(),
         standing,
         gate: Gate::new(inner.caps.clone()),
@@ -88,13 +98,16 @@ async fn run_in(
         code: execution.code,
         namespaces: inner.registry.namespaces(),
     };
-    let result = inner.executor.execute(request, host.clone()).await;
+    let mut result = inner.executor.execute(request, host.clone()).await;
+    host.settled.store(true, Ordering::SeqCst);
     // A write the code did not await still runs to its end and is recorded before the pass
     // commits: the log never says `executing` for a run that ended.
     drop(host.writes.write().await);
     if host.signal.cancelled().is_none() {
+        host.finish_reads().await;
         host.run_approved_leftovers().await;
     }
+    result.logs.extend(host.settle_unawaited(&result.end));
     let (entries, stop, paused) = {
         let mut cursor = lock(&host.cursor);
         // A cancel that arrived while the pass ran wins over however the code ended.
@@ -300,13 +313,23 @@ fn failed(id: &str, error: String, logs: Vec<String>, now: i64) -> (Transition, 
 
 impl Host for PassHost {
     fn call(&self, call: HostCall) -> BoxFuture<'_, HostReply> {
+        if self.settled.load(Ordering::SeqCst) {
+            return Box::pin(async { HostReply::Throw(LATE_CALL.into()) });
+        }
         let open = self.open();
         Box::pin(self.answer(call, open))
     }
 
     fn call_shared(self: Arc<Self>, call: HostCall) -> BoxFuture<'static, HostReply> {
+        if self.settled.load(Ordering::SeqCst) {
+            return Box::pin(async { HostReply::Throw(LATE_CALL.into()) });
+        }
         let open = self.open();
         Box::pin(async move { self.answer(call, open).await })
+    }
+
+    fn settled(&self) {
+        self.settled.store(true, Ordering::SeqCst);
     }
 
     fn console(&self, line: &str) {
@@ -348,7 +371,13 @@ impl PassHost {
                     (_, HostReply::Abort) | (None, _) => reply,
                     // The reply reaches the sandbox in its turn.
                     (Some(ticket), _) => match self.parked(Wait::Turn(ticket)).await {
-                        true => reply,
+                        true => {
+                            // Once the code settled, a reply reaches no code.
+                            if !self.settled.load(Ordering::SeqCst) {
+                                self.lock().delivery.seen(ticket);
+                            }
+                            reply
+                        }
                         false => HostReply::Abort,
                     },
                 }

@@ -1,17 +1,17 @@
 //! What a pass still owes once its code has ended: approved writes the code no longer
 //! reached, and, when a cancel took the run from it, the outcomes of writes that ran.
 
-use super::cursor::durable_text;
+use super::cursor::{durable_text, Stop};
 use super::flush::lock;
 use super::pass::PassHost;
 use super::Runtime;
 use crate::connector::{CallContext, ExecutionEndStatus, PassEndStatus};
 use crate::error::RuntimeError;
-use crate::executor::HostCall;
+use crate::executor::{HostCall, PassEnd};
 use crate::model::{now_ms, DecisionKind, LogEntry, Outcome};
 use crate::status::{EntryState, ExecutionStatus};
 use crate::store::{Claim, Commit, StoreError, Transition};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// How long a cancelled pass tries to record its writes' outcomes while another decision (a
@@ -59,6 +59,70 @@ impl PassHost {
             self.write(connector, call, ctx, entry, span).await;
         }
     }
+}
+
+/// How long the pass end waits for reads the code did not await; past it they are left to
+/// finish unrecorded (a read is safe to run again).
+const SETTLE_READS_GRACE: Duration = Duration::from_secs(5);
+
+/// The most unawaited calls the note after a settled pass names; the others are counted.
+const MAX_NAMED_UNAWAITED: usize = 5;
+
+impl PassHost {
+    /// Waits, at most [`SETTLE_READS_GRACE`], for the reads still in flight once the code
+    /// settled, so that they are recorded with the pass.
+    pub(super) async fn finish_reads(&self) {
+        let all_done = self.reads.write();
+        if tokio::time::timeout(SETTLE_READS_GRACE, all_done)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                execution_id = %self.execution_id,
+                "reads the code did not await were still running {} s after it ended; they are not recorded",
+                SETTLE_READS_GRACE.as_secs()
+            );
+        }
+    }
+
+    /// Once the code settled (`end`): pauses the pass if it returned while actions it
+    /// started wait for a person (so they stay approvable), and otherwise says which calls
+    /// the code made and never saw the reply of, as a console note for the model.
+    pub(super) fn settle_unawaited(&self, end: &PassEnd) -> Option<String> {
+        let mut cursor = lock(&self.cursor);
+        if cursor.stop.is_some() || matches!(end, PassEnd::Aborted) {
+            return None;
+        }
+        if matches!(end, PassEnd::Returned(_)) && !cursor.delivery.awaiting.is_empty() {
+            let seqs = cursor.delivery.awaiting.clone();
+            cursor.stop(Stop::Pause(seqs));
+            return None;
+        }
+        unawaited_note(cursor.delivery.unseen())
+    }
+}
+
+/// The note naming the calls the code did not await (`unseen`, by seq), if any.
+fn unawaited_note(unseen: &BTreeMap<u64, String>) -> Option<String> {
+    if unseen.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> = unseen
+        .iter()
+        .take(MAX_NAMED_UNAWAITED)
+        .map(|(seq, name)| format!("{name} at seq {seq}"))
+        .collect();
+    if unseen.len() > MAX_NAMED_UNAWAITED {
+        named.push(format!("and {} more", unseen.len() - MAX_NAMED_UNAWAITED));
+    }
+    let calls = match unseen.len() {
+        1 => "1 call".to_string(),
+        n => format!("{n} calls"),
+    };
+    Some(format!(
+        "[codemode] the code ended before {calls} it made had answered it: {}. The host finished each and recorded it in the execution's log (a write stays approvable and revertible), but the code never saw the result. Await every call whose result matters, e.g. `await Promise.all([...])`.",
+        named.join(", ")
+    ))
 }
 
 /// Whether a pending entry carries a person's approval (its last decision).
