@@ -33,6 +33,7 @@ pub async fn insert_running(
 ) {
     let at = codemode::now_ms() - age_ms;
     let execution = codemode::Execution {
+        clock: Default::default(),
         id: id.into(),
         code: code.into(),
         status: codemode::ExecutionStatus::Running,

@@ -48,6 +48,7 @@ async fn the_suite_walks_every_legal_transition_and_no_other() {
         delivered: None,
     };
     let commit = codemode::Commit {
+        clock: None,
         execution_id: "orphan".into(),
         owner: Some("dead-node".into()),
         entries: vec![executing],
@@ -139,6 +140,7 @@ async fn an_undecided_pending_call_waits_for_a_person_after_a_takeover(db: &std:
         delivered: None,
     };
     let commit = codemode::Commit {
+        clock: None,
         execution_id: "undecided".into(),
         owner: Some("dead-node".into()),
         entries: vec![

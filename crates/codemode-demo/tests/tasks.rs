@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 fn execution(id: &str) -> Execution {
     Execution {
+        clock: Default::default(),
         id: id.to_string(),
         code: "async () => 1".into(),
         status: ExecutionStatus::Running,

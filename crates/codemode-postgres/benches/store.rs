@@ -98,6 +98,7 @@ impl Op {
                     .unwrap();
                 for i in 0..N {
                     let c = Commit {
+                        clock: None,
                         execution_id: id("commit"),
                         owner: Some("node".into()),
                         entries: vec![entry(i as u64)],
@@ -174,6 +175,7 @@ fn writer() -> RustConnector {
 
 fn execution(id: &str) -> Execution {
     Execution {
+        clock: Default::default(),
         id: id.into(),
         code: "async () => 1".into(),
         status: ExecutionStatus::Running,

@@ -20,6 +20,7 @@ async fn paused(store: &PostgresStore, prefix: &str, n: usize) -> Vec<String> {
             .await
             .unwrap();
         let c = Commit {
+            clock: None,
             execution_id: id.clone(),
             owner: Some("maker".into()),
             entries: vec![],
@@ -93,6 +94,7 @@ async fn two_nodes_claim_one_paused_execution_exactly_one_wins_1000_times() {
         assert_eq!(got.status, ExecutionStatus::Running);
         let loser = if wa { "B" } else { "A" };
         let c = Commit {
+            clock: None,
             execution_id: id.clone(),
             owner: Some(loser.into()),
             entries: vec![common::entry(0, codemode::EntryState::Applied)],
@@ -114,6 +116,7 @@ async fn approve_and_reject_at_once_exactly_one_wins() {
             claim_wins(sa, ia, ExecutionStatus::Paused, "A", i64::MAX, 0),
             async move {
                 let c = Commit {
+                    clock: None,
                     execution_id: ib,
                     owner: None,
                     entries: vec![],
@@ -206,6 +209,7 @@ async fn concurrent_inserts_that_prune_never_deadlock() {
                     .await
                     .map_err(|e| format!("inserting {id}: {e}"))?;
                 let done = Commit {
+                    clock: None,
                     execution_id: id.clone(),
                     owner: Some("n".into()),
                     entries: vec![],

@@ -19,6 +19,7 @@ async fn finished_read(store: &dyn Store, id: &str, at: i64) {
         .await
         .unwrap();
     let done = Commit {
+        clock: None,
         execution_id: id.into(),
         owner: Some("n".into()),
         entries: Vec::new(),

@@ -28,6 +28,7 @@ impl Host for FastHost {
 
 fn request(code: &str) -> ExecuteRequest {
     ExecuteRequest {
+        clock: Default::default(),
         code: code.to_string(),
         namespaces: vec![Namespace {
             name: "tasks".into(),

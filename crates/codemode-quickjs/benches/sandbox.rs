@@ -63,6 +63,7 @@ impl Host for GateHost {
 
 fn request(code: &str) -> ExecuteRequest {
     ExecuteRequest {
+        clock: Default::default(),
         code: code.to_string(),
         namespaces: vec![Namespace {
             name: "tasks".into(),

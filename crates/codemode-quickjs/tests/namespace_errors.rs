@@ -40,6 +40,7 @@ async fn outcome(executor: &dyn Executor, code: &str) -> PassEnd {
         HostReply::Value(json!("ok"))
     });
     let request = ExecuteRequest {
+        clock: Default::default(),
         code: code.to_string(),
         namespaces: namespaces(),
     };

@@ -81,6 +81,7 @@ async fn with_caller_thread_the_time_limit_still_ends_a_runaway_pass() {
 
 fn request(code: &str, namespaces: &[(&str, &[&str])]) -> ExecuteRequest {
     ExecuteRequest {
+        clock: Default::default(),
         code: code.to_string(),
         namespaces: namespaces
             .iter()

@@ -62,6 +62,7 @@ fn big_entry(seq: u64, at: i64) -> LogEntry {
 /// Writes a completed execution with a 64 MiB log straight into the store.
 async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
     let execution = Execution {
+        clock: Default::default(),
         id: id.into(),
         code: "async () => { for (let n = 0; n < 68; n++) await files.write({ n }); }".into(),
         status: ExecutionStatus::Running,
@@ -92,6 +93,7 @@ async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
     // (which a later read could then reuse unseen).
     for seq in 0..ENTRIES {
         let entry = Commit {
+            clock: None,
             execution_id: id.into(),
             owner: Some("test".into()),
             entries: vec![big_entry(seq, at + 1)],
@@ -100,6 +102,7 @@ async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
         assert!(store.commit("default", &entry).await.unwrap());
     }
     let done = Commit {
+        clock: None,
         execution_id: id.into(),
         owner: Some("test".into()),
         entries: Vec::new(),

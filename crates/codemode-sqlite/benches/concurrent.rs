@@ -72,6 +72,7 @@ async fn run(store: Arc<SqliteStore>, n: usize, length: Duration) -> (f64, Durat
                 let mut seq = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let c = Commit {
+                        clock: None,
                         execution_id: id.clone(),
                         owner: Some("node".into()),
                         entries: vec![entry(seq)],
@@ -112,6 +113,7 @@ async fn run(store: Arc<SqliteStore>, n: usize, length: Duration) -> (f64, Durat
 
 fn execution(id: &str) -> Execution {
     Execution {
+        clock: Default::default(),
         id: id.into(),
         code: "async () => { const r = await github.list_issues({repo: 'x'}); return r; }".into(),
         status: ExecutionStatus::Running,

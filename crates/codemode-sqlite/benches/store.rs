@@ -151,6 +151,7 @@ fn bare(conn: &rusqlite::Connection, rows: usize) -> (Duration, Duration) {
 
 fn execution(id: &str) -> Execution {
     Execution {
+        clock: Default::default(),
         id: id.into(),
         code: "async () => { const r = await github.list_issues({repo: 'x'}); return r; }".into(),
         status: ExecutionStatus::Running,
@@ -186,6 +187,7 @@ fn entry(seq: u64) -> LogEntry {
 
 fn commit(id: &str, entries: Vec<LogEntry>) -> Commit {
     Commit {
+        clock: None,
         execution_id: id.into(),
         owner: Some("node".into()),
         entries,

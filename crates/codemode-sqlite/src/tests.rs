@@ -15,6 +15,7 @@ const FAR: i64 = i64::MAX / 2;
 
 fn execution(id: &str, created_at: i64) -> Execution {
     Execution {
+        clock: Default::default(),
         id: id.to_string(),
         code: format!("async () => \"{id}\""),
         status: ExecutionStatus::Running,
@@ -55,6 +56,7 @@ fn finish(id: &str, owner: &str) -> Commit {
         delivered: None,
     };
     Commit {
+        clock: None,
         execution_id: id.to_string(),
         owner: Some(owner.to_string()),
         entries: vec![entry],

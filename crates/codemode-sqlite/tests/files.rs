@@ -190,6 +190,7 @@ async fn a_version_1_file_is_migrated_and_keeps_its_executions() {
             Vec::new(),
         ));
     let cancelled = Commit {
+        clock: None,
         execution_id: "live".into(),
         owner: None,
         entries: Vec::new(),
@@ -320,6 +321,7 @@ async fn reopening_keeps_everything() {
         .await
         .unwrap();
     let pause = Commit {
+        clock: None,
         execution_id: "e".into(),
         owner: Some("n".into()),
         entries: vec![],
@@ -361,6 +363,7 @@ async fn a_second_connection_sees_committed_data() {
         .unwrap();
     assert!(b.execution(RT, "e").await.unwrap().is_some());
     let c = Commit {
+        clock: None,
         execution_id: "e".into(),
         owner: Some("a".into()),
         entries: vec![entry(0, EntryState::Applied)],
@@ -407,6 +410,7 @@ async fn megabyte_values_round_trip() {
     t.error = Some(big.clone());
     t.logs = Some(vec![big.clone()]);
     let c = Commit {
+        clock: None,
         execution_id: "big".into(),
         owner: Some("n".into()),
         entries: vec![call.clone()],
@@ -447,6 +451,7 @@ async fn write_many(s: &SqliteStore, who: &str) {
             .await
             .unwrap();
         let c = Commit {
+            clock: None,
             execution_id: id,
             owner: Some(who.into()),
             entries: vec![entry(0, EntryState::Applied)],

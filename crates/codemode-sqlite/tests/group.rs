@@ -25,6 +25,7 @@ async fn concurrent_commits_all_land_and_are_read_back_at_once() {
                 .unwrap();
             for seq in 0..COMMITS {
                 let c = Commit {
+                    clock: None,
                     execution_id: id.clone(),
                     owner: Some("n".into()),
                     entries: vec![entry(seq, codemode::EntryState::Applied)],

@@ -19,6 +19,7 @@ fn claims_race_across_two_connections_and_exactly_one_wins_each() {
                 .await
                 .unwrap();
             let pause = Commit {
+                clock: None,
                 execution_id: id,
                 owner: Some("n1".into()),
                 entries: vec![],

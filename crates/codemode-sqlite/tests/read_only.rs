@@ -22,6 +22,7 @@ async fn entries_of_a_version_11_file_read_as_writes_and_keep_their_run() {
             .await
             .unwrap();
         let done = Commit {
+            clock: None,
             execution_id: "old".into(),
             owner: Some("n".into()),
             entries: Vec::new(),

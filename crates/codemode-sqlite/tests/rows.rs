@@ -26,6 +26,7 @@ async fn prune_and_delete_remove_the_log_rows_of_their_executions() {
     }
     assert_eq!(log_rows(&path), 4);
     let finish = |id: &str| Commit {
+        clock: None,
         execution_id: id.into(),
         owner: Some("n".into()),
         entries: vec![],

@@ -35,6 +35,7 @@ async fn runs(s: &codemode_sqlite::SqliteStore, tag: &str, at: i64) -> (Duration
             .await
             .unwrap();
         let done = Commit {
+            clock: None,
             execution_id: id,
             owner: Some("n".into()),
             entries: vec![entry(0, EntryState::Applied)],

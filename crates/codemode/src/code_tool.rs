@@ -200,6 +200,7 @@ impl CodeTool {
             next_seq: AtomicU64::new(0),
         });
         let request = ExecuteRequest {
+            clock: Default::default(),
             code: code.to_string(),
             namespaces: inner.registry.namespaces(),
         };

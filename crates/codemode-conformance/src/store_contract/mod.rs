@@ -127,6 +127,7 @@ const FAR: i64 = i64::MAX / 2;
 /// A running execution created (and last updated) at `created_at`, with no log.
 fn execution(id: &str, created_at: i64) -> Execution {
     Execution {
+        clock: Default::default(),
         id: id.to_string(),
         code: format!("async () => {{ return {id:?}; }}"),
         status: ExecutionStatus::Running,
@@ -188,6 +189,7 @@ fn snippet(name: &str) -> Snippet {
 /// A commit of `entries` to `id`, conditional on `owner` holding the lease when given.
 fn commit(id: &str, owner: Option<&str>, entries: Vec<LogEntry>) -> Commit {
     Commit {
+        clock: None,
         execution_id: id.into(),
         owner: owner.map(str::to_string),
         entries,

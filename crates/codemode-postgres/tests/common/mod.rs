@@ -28,6 +28,7 @@ macro_rules! setup_or_skip {
 /// A running execution with no log.
 pub fn execution(id: &str, created_at: i64) -> Execution {
     Execution {
+        clock: Default::default(),
         id: id.to_string(),
         code: format!("async () => {{ return {id:?}; }}"),
         status: ExecutionStatus::Running,

@@ -67,6 +67,7 @@ pub async fn run_with(
     executor
         .execute(
             ExecuteRequest {
+                clock: Default::default(),
                 code: code.to_string(),
                 namespaces: namespaces(),
             },
@@ -123,6 +124,7 @@ pub async fn run_on(executor: &dyn Executor, code: &str, host: Arc<dyn Host>) ->
     executor
         .execute(
             ExecuteRequest {
+                clock: Default::default(),
                 code: code.to_string(),
                 namespaces: namespaces(),
             },

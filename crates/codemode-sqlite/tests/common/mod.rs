@@ -21,6 +21,7 @@ pub fn store() -> (TempDir, PathBuf, SqliteStore) {
 /// A running execution created at `created_at`.
 pub fn execution(id: &str, created_at: i64) -> Execution {
     Execution {
+        clock: Default::default(),
         id: id.to_string(),
         code: format!("async () => \"{id}\""),
         status: ExecutionStatus::Running,

@@ -217,6 +217,7 @@ impl Runtime {
                     let written = self
                         .commit_traced(
                             &Commit {
+                                clock: None,
                                 execution_id: execution.id.clone(),
                                 owner: Some(inner.node.clone()),
                                 entries: vec![reverted],
@@ -277,6 +278,7 @@ impl Runtime {
         let won = self
             .commit_traced(
                 &Commit {
+                    clock: None,
                     execution_id: id.to_string(),
                     owner: Some(self.inner.node.clone()),
                     entries: Vec::new(),
@@ -519,6 +521,7 @@ impl Runtime {
         let won = self
             .commit_traced(
                 &Commit {
+                    clock: None,
                     execution_id: id.to_string(),
                     owner: None,
                     entries: Vec::new(),

@@ -120,6 +120,7 @@ impl Runtime {
         let t = Transition::new(ExecutionStatus::Paused, ExecutionStatus::Running, now)
             .with_decision(decision.clone());
         let commit = Commit {
+            clock: None,
             execution_id: execution_id.to_string(),
             owner: Some(inner.node.clone()),
             entries: entries.clone(),
@@ -316,6 +317,7 @@ impl Runtime {
         let t = Transition::new(ExecutionStatus::Paused, ExecutionStatus::Rejected, now)
             .with_decision(decision);
         let commit = Commit {
+            clock: None,
             execution_id: execution_id.to_string(),
             owner: Some(inner.node.clone()),
             entries,
@@ -363,6 +365,7 @@ impl Runtime {
         )
         .with_decision(decision);
         let commit = Commit {
+            clock: None,
             execution_id: execution_id.to_string(),
             owner: None,
             entries: Vec::new(),

@@ -391,6 +391,7 @@ impl Runtime {
         let code_len = js_len(code);
         let oversized = code_len > MAX_DURABLE_VALUE_CHARS;
         let execution = Execution {
+            clock: Default::default(),
             id: id.clone(),
             code: if oversized {
                 format!("[code omitted: {code_len} characters exceeds the {MAX_DURABLE_VALUE_CHARS}-character limit]")
@@ -525,6 +526,7 @@ impl Runtime {
         t.error = Some(error.clone());
         self.commit_traced(
             &Commit {
+                clock: None,
                 execution_id: id.to_string(),
                 owner: Some(inner.node.clone()),
                 entries: Vec::new(),

@@ -90,6 +90,7 @@ impl Runtime {
         t.logs = ended.and_then(|t| t.logs);
         let logs = t.logs.clone().unwrap_or_default();
         let commit = Commit {
+            clock: None,
             execution_id: id.to_string(),
             owner: Some(self.inner.node.clone()),
             entries: Vec::new(),
@@ -162,6 +163,7 @@ impl Runtime {
             .collect();
         if !entries.is_empty() {
             let commit = Commit {
+                clock: None,
                 execution_id: id.to_string(),
                 owner: Some(inner.node.clone()),
                 entries,
