@@ -33,7 +33,6 @@ pub async fn insert_running(
 ) {
     let at = codemode::now_ms() - age_ms;
     let execution = codemode::Execution {
-        clock: Default::default(),
         id: id.into(),
         code: code.into(),
         status: codemode::ExecutionStatus::Running,
@@ -46,6 +45,7 @@ pub async fn insert_running(
         updated_at: at,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     };
     let lease = codemode::Lease {
         owner: owner.into(),

@@ -303,11 +303,11 @@ async fn cut_rollback(store: &dyn Store, runtime: &Runtime, until_ms: i64) -> St
         reverted.state = EntryState::Reverted;
         reverted.decisions.push(decision.clone());
         let commit = Commit {
-            clock: None,
             execution_id: id.clone(),
             owner: Some("gone".into()),
             entries: vec![reverted],
             transition: None,
+            clock: None,
         };
         assert!(store.commit(runtime.name(), &commit).await.expect("revert"));
     }

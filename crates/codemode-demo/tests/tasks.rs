@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 fn execution(id: &str) -> Execution {
     Execution {
-        clock: Default::default(),
         id: id.to_string(),
         code: "async () => 1".into(),
         status: ExecutionStatus::Running,
@@ -23,6 +22,7 @@ fn execution(id: &str) -> Execution {
         updated_at: 1,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 

@@ -98,11 +98,11 @@ impl Op {
                     .unwrap();
                 for i in 0..N {
                     let c = Commit {
-                        clock: None,
                         execution_id: id("commit"),
                         owner: Some("node".into()),
                         entries: vec![entry(i as u64)],
                         transition: None,
+                        clock: None,
                     };
                     let t = Instant::now();
                     assert!(store.commit(RT, &c).await.unwrap());
@@ -175,7 +175,6 @@ fn writer() -> RustConnector {
 
 fn execution(id: &str) -> Execution {
     Execution {
-        clock: Default::default(),
         id: id.into(),
         code: "async () => 1".into(),
         status: ExecutionStatus::Running,
@@ -188,6 +187,7 @@ fn execution(id: &str) -> Execution {
         updated_at: 0,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 

@@ -20,7 +20,6 @@ async fn paused(store: &PostgresStore, prefix: &str, n: usize) -> Vec<String> {
             .await
             .unwrap();
         let c = Commit {
-            clock: None,
             execution_id: id.clone(),
             owner: Some("maker".into()),
             entries: vec![],
@@ -29,6 +28,7 @@ async fn paused(store: &PostgresStore, prefix: &str, n: usize) -> Vec<String> {
                 ExecutionStatus::Paused,
                 i as i64,
             )),
+            clock: None,
         };
         assert!(store.commit(RT, &c).await.unwrap());
         ids.push(id);
@@ -94,11 +94,11 @@ async fn two_nodes_claim_one_paused_execution_exactly_one_wins_1000_times() {
         assert_eq!(got.status, ExecutionStatus::Running);
         let loser = if wa { "B" } else { "A" };
         let c = Commit {
-            clock: None,
             execution_id: id.clone(),
             owner: Some(loser.into()),
             entries: vec![common::entry(0, codemode::EntryState::Applied)],
             transition: None,
+            clock: None,
         };
         assert!(!b.commit(RT, &c).await.unwrap(), "{id}: {owner} owns it");
     }
@@ -116,7 +116,6 @@ async fn approve_and_reject_at_once_exactly_one_wins() {
             claim_wins(sa, ia, ExecutionStatus::Paused, "A", i64::MAX, 0),
             async move {
                 let c = Commit {
-                    clock: None,
                     execution_id: ib,
                     owner: None,
                     entries: vec![],
@@ -125,6 +124,7 @@ async fn approve_and_reject_at_once_exactly_one_wins() {
                         ExecutionStatus::Rejected,
                         1,
                     )),
+                    clock: None,
                 };
                 sb.commit(RT, &c).await.unwrap()
             },
@@ -209,7 +209,6 @@ async fn concurrent_inserts_that_prune_never_deadlock() {
                     .await
                     .map_err(|e| format!("inserting {id}: {e}"))?;
                 let done = Commit {
-                    clock: None,
                     execution_id: id.clone(),
                     owner: Some("n".into()),
                     entries: vec![],
@@ -218,6 +217,7 @@ async fn concurrent_inserts_that_prune_never_deadlock() {
                         ExecutionStatus::Completed,
                         at,
                     )),
+                    clock: None,
                 };
                 let committed = store.commit(RT, &done).await;
                 committed.map_err(|e| format!("completing {id}: {e}"))?;

@@ -19,7 +19,6 @@ async fn finished_read(store: &dyn Store, id: &str, at: i64) {
         .await
         .unwrap();
     let done = Commit {
-        clock: None,
         execution_id: id.into(),
         owner: Some("n".into()),
         entries: Vec::new(),
@@ -28,6 +27,7 @@ async fn finished_read(store: &dyn Store, id: &str, at: i64) {
             ExecutionStatus::Completed,
             at + 1,
         )),
+        clock: None,
     };
     assert!(store.commit("rt", &done).await.unwrap());
 }

@@ -28,13 +28,13 @@ impl Host for FastHost {
 
 fn request(code: &str) -> ExecuteRequest {
     ExecuteRequest {
-        clock: Default::default(),
         code: code.to_string(),
         namespaces: vec![Namespace {
             name: "tasks".into(),
             methods: vec!["get".into()],
             ..Default::default()
         }],
+        clock: Default::default(),
     }
 }
 

@@ -63,13 +63,13 @@ impl Host for GateHost {
 
 fn request(code: &str) -> ExecuteRequest {
     ExecuteRequest {
-        clock: Default::default(),
         code: code.to_string(),
         namespaces: vec![Namespace {
             name: "tasks".into(),
             methods: vec!["get".into()],
             ..Default::default()
         }],
+        clock: Default::default(),
     }
 }
 

@@ -40,9 +40,9 @@ async fn outcome(executor: &dyn Executor, code: &str) -> PassEnd {
         HostReply::Value(json!("ok"))
     });
     let request = ExecuteRequest {
-        clock: Default::default(),
         code: code.to_string(),
         namespaces: namespaces(),
+        clock: Default::default(),
     };
     executor.execute(request, host).await.end
 }

@@ -209,9 +209,9 @@ async fn concurrent_passes_on_many_threads_see_only_their_own_globals() {
                 executor
                     .execute(
                         ExecuteRequest {
-                            clock: Default::default(),
                             code: code.to_string(),
                             namespaces: namespaces(),
+                            clock: Default::default(),
                         },
                         TestHost::echo(),
                     )

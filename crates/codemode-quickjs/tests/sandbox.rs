@@ -330,13 +330,13 @@ async fn namespaces_that_cannot_be_globals_are_refused() {
         "Promise", "console", "JSON", "codemode", "1abc", "my-api", "", "class", "input",
     ] {
         let request = codemode::ExecuteRequest {
-            clock: Default::default(),
             code: "async () => 1".into(),
             namespaces: vec![codemode::Namespace {
                 name: name.into(),
                 methods: vec!["m".into()],
                 ..Default::default()
             }],
+            clock: Default::default(),
         };
         let result = executor.execute(request, TestHost::echo()).await;
         let message = failure(&result);

@@ -81,7 +81,6 @@ async fn with_caller_thread_the_time_limit_still_ends_a_runaway_pass() {
 
 fn request(code: &str, namespaces: &[(&str, &[&str])]) -> ExecuteRequest {
     ExecuteRequest {
-        clock: Default::default(),
         code: code.to_string(),
         namespaces: namespaces
             .iter()
@@ -91,6 +90,7 @@ fn request(code: &str, namespaces: &[(&str, &[&str])]) -> ExecuteRequest {
                 ..Default::default()
             })
             .collect(),
+        clock: Default::default(),
     }
 }
 

@@ -62,7 +62,6 @@ fn big_entry(seq: u64, at: i64) -> LogEntry {
 /// Writes a completed execution with a 64 MiB log straight into the store.
 async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
     let execution = Execution {
-        clock: Default::default(),
         id: id.into(),
         code: "async () => { for (let n = 0; n < 68; n++) await files.write({ n }); }".into(),
         status: ExecutionStatus::Running,
@@ -80,6 +79,7 @@ async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
             (0..ENTRIES).collect(),
         )],
         traceparent: None,
+        clock: Default::default(),
     };
     let lease = Lease {
         owner: "test".into(),
@@ -93,16 +93,15 @@ async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
     // (which a later read could then reuse unseen).
     for seq in 0..ENTRIES {
         let entry = Commit {
-            clock: None,
             execution_id: id.into(),
             owner: Some("test".into()),
             entries: vec![big_entry(seq, at + 1)],
             transition: None,
+            clock: None,
         };
         assert!(store.commit("default", &entry).await.unwrap());
     }
     let done = Commit {
-        clock: None,
         execution_id: id.into(),
         owner: Some("test".into()),
         entries: Vec::new(),
@@ -111,6 +110,7 @@ async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
             ExecutionStatus::Completed,
             at + 2,
         )),
+        clock: None,
     };
     assert!(store.commit("default", &done).await.unwrap());
 }

@@ -63,11 +63,11 @@ async fn a_rollback_cut_after_its_last_revert_is_finished_at_start() {
         Vec::new(),
     ));
     let commit = Commit {
-        clock: None,
         execution_id: id.clone(),
         owner: Some("gone".into()),
         entries: vec![entry],
         transition: None,
+        clock: None,
     };
     assert!(store.commit("default", &commit).await.unwrap());
 

@@ -72,11 +72,11 @@ async fn run(store: Arc<SqliteStore>, n: usize, length: Duration) -> (f64, Durat
                 let mut seq = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let c = Commit {
-                        clock: None,
                         execution_id: id.clone(),
                         owner: Some("node".into()),
                         entries: vec![entry(seq)],
                         transition: None,
+                        clock: None,
                     };
                     let began = Instant::now();
                     assert!(store.commit(RT, &c).await.expect("commit"));
@@ -113,7 +113,6 @@ async fn run(store: Arc<SqliteStore>, n: usize, length: Duration) -> (f64, Durat
 
 fn execution(id: &str) -> Execution {
     Execution {
-        clock: Default::default(),
         id: id.into(),
         code: "async () => { const r = await github.list_issues({repo: 'x'}); return r; }".into(),
         status: ExecutionStatus::Running,
@@ -126,6 +125,7 @@ fn execution(id: &str) -> Execution {
         updated_at: 1,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 

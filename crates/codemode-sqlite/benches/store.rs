@@ -151,7 +151,6 @@ fn bare(conn: &rusqlite::Connection, rows: usize) -> (Duration, Duration) {
 
 fn execution(id: &str) -> Execution {
     Execution {
-        clock: Default::default(),
         id: id.into(),
         code: "async () => { const r = await github.list_issues({repo: 'x'}); return r; }".into(),
         status: ExecutionStatus::Running,
@@ -164,6 +163,7 @@ fn execution(id: &str) -> Execution {
         updated_at: 1,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 
@@ -187,11 +187,11 @@ fn entry(seq: u64) -> LogEntry {
 
 fn commit(id: &str, entries: Vec<LogEntry>) -> Commit {
     Commit {
-        clock: None,
         execution_id: id.into(),
         owner: Some("node".into()),
         entries,
         transition: None,
+        clock: None,
     }
 }
 

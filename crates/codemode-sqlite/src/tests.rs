@@ -15,7 +15,6 @@ const FAR: i64 = i64::MAX / 2;
 
 fn execution(id: &str, created_at: i64) -> Execution {
     Execution {
-        clock: Default::default(),
         id: id.to_string(),
         code: format!("async () => \"{id}\""),
         status: ExecutionStatus::Running,
@@ -28,6 +27,7 @@ fn execution(id: &str, created_at: i64) -> Execution {
         updated_at: created_at,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 
@@ -56,7 +56,6 @@ fn finish(id: &str, owner: &str) -> Commit {
         delivered: None,
     };
     Commit {
-        clock: None,
         execution_id: id.to_string(),
         owner: Some(owner.to_string()),
         entries: vec![entry],
@@ -65,6 +64,7 @@ fn finish(id: &str, owner: &str) -> Commit {
             ExecutionStatus::Completed,
             9,
         )),
+        clock: None,
     }
 }
 

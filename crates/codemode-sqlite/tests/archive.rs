@@ -30,7 +30,6 @@ async fn a_version_10_file_gains_the_archive_and_keeps_only_the_audit_record() {
             .await
             .unwrap();
         let done = Commit {
-            clock: None,
             execution_id: "e1".into(),
             owner: Some("n".into()),
             entries: Vec::new(),
@@ -39,6 +38,7 @@ async fn a_version_10_file_gains_the_archive_and_keeps_only_the_audit_record() {
                 ExecutionStatus::Completed,
                 1_050,
             )),
+            clock: None,
         };
         assert!(s.commit(RT, &done).await.unwrap());
     }

@@ -190,11 +190,11 @@ async fn a_version_1_file_is_migrated_and_keeps_its_executions() {
             Vec::new(),
         ));
     let cancelled = Commit {
-        clock: None,
         execution_id: "live".into(),
         owner: None,
         entries: Vec::new(),
         transition: Some(cancel),
+        clock: None,
     };
     assert!(s.commit(RT, &cancelled).await.unwrap());
     let live = s.execution(RT, "live").await.unwrap().unwrap();
@@ -321,7 +321,6 @@ async fn reopening_keeps_everything() {
         .await
         .unwrap();
     let pause = Commit {
-        clock: None,
         execution_id: "e".into(),
         owner: Some("n".into()),
         entries: vec![],
@@ -330,6 +329,7 @@ async fn reopening_keeps_everything() {
             ExecutionStatus::Paused,
             7,
         )),
+        clock: None,
     };
     assert!(s.commit(RT, &pause).await.unwrap());
     s.put_snippet("other", &common::snippet("s")).await.unwrap();
@@ -363,11 +363,11 @@ async fn a_second_connection_sees_committed_data() {
         .unwrap();
     assert!(b.execution(RT, "e").await.unwrap().is_some());
     let c = Commit {
-        clock: None,
         execution_id: "e".into(),
         owner: Some("a".into()),
         entries: vec![entry(0, EntryState::Applied)],
         transition: None,
+        clock: None,
     };
     assert!(b.commit(RT, &c).await.unwrap());
     assert_eq!(a.execution(RT, "e").await.unwrap().unwrap().log.len(), 1);
@@ -410,11 +410,11 @@ async fn megabyte_values_round_trip() {
     t.error = Some(big.clone());
     t.logs = Some(vec![big.clone()]);
     let c = Commit {
-        clock: None,
         execution_id: "big".into(),
         owner: Some("n".into()),
         entries: vec![call.clone()],
         transition: Some(t),
+        clock: None,
     };
     assert!(s.commit(RT, &c).await.unwrap());
     let mut snip = common::snippet("big");
@@ -451,7 +451,6 @@ async fn write_many(s: &SqliteStore, who: &str) {
             .await
             .unwrap();
         let c = Commit {
-            clock: None,
             execution_id: id,
             owner: Some(who.into()),
             entries: vec![entry(0, EntryState::Applied)],
@@ -460,6 +459,7 @@ async fn write_many(s: &SqliteStore, who: &str) {
                 ExecutionStatus::Completed,
                 i as i64,
             )),
+            clock: None,
         };
         assert!(s.commit(RT, &c).await.unwrap());
     }

@@ -25,11 +25,11 @@ async fn concurrent_commits_all_land_and_are_read_back_at_once() {
                 .unwrap();
             for seq in 0..COMMITS {
                 let c = Commit {
-                    clock: None,
                     execution_id: id.clone(),
                     owner: Some("n".into()),
                     entries: vec![entry(seq, codemode::EntryState::Applied)],
                     transition: None,
+                    clock: None,
                 };
                 assert!(s.commit(RT, &c).await.unwrap());
                 // Read-your-writes: a read sent after the commit returned sees it.

@@ -19,7 +19,6 @@ fn claims_race_across_two_connections_and_exactly_one_wins_each() {
                 .await
                 .unwrap();
             let pause = Commit {
-                clock: None,
                 execution_id: id,
                 owner: Some("n1".into()),
                 entries: vec![],
@@ -28,6 +27,7 @@ fn claims_race_across_two_connections_and_exactly_one_wins_each() {
                     ExecutionStatus::Paused,
                     5,
                 )),
+                clock: None,
             };
             assert!(s.commit(RT, &pause).await.unwrap());
         }

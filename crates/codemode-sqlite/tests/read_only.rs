@@ -22,7 +22,6 @@ async fn entries_of_a_version_11_file_read_as_writes_and_keep_their_run() {
             .await
             .unwrap();
         let done = Commit {
-            clock: None,
             execution_id: "old".into(),
             owner: Some("n".into()),
             entries: Vec::new(),
@@ -31,6 +30,7 @@ async fn entries_of_a_version_11_file_read_as_writes_and_keep_their_run() {
                 ExecutionStatus::Completed,
                 now - 900,
             )),
+            clock: None,
         };
         assert!(s.commit(RT, &done).await.unwrap());
         let read = s.execution(RT, "old").await.unwrap().unwrap();

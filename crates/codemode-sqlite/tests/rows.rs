@@ -26,7 +26,6 @@ async fn prune_and_delete_remove_the_log_rows_of_their_executions() {
     }
     assert_eq!(log_rows(&path), 4);
     let finish = |id: &str| Commit {
-        clock: None,
         execution_id: id.into(),
         owner: Some("n".into()),
         entries: vec![],
@@ -35,6 +34,7 @@ async fn prune_and_delete_remove_the_log_rows_of_their_executions() {
             ExecutionStatus::Completed,
             2,
         )),
+        clock: None,
     };
     assert!(s.commit(RT, &finish("pruned")).await.unwrap());
     assert_eq!(s.prune_executions(RT, 0).await.unwrap(), 1);

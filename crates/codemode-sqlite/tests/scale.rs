@@ -35,7 +35,6 @@ async fn runs(s: &codemode_sqlite::SqliteStore, tag: &str, at: i64) -> (Duration
             .await
             .unwrap();
         let done = Commit {
-            clock: None,
             execution_id: id,
             owner: Some("n".into()),
             entries: vec![entry(0, EntryState::Applied)],
@@ -44,6 +43,7 @@ async fn runs(s: &codemode_sqlite::SqliteStore, tag: &str, at: i64) -> (Duration
                 ExecutionStatus::Completed,
                 at + 1,
             )),
+            clock: None,
         };
         assert!(s.commit(RT, &done).await.unwrap());
         if i >= RUNS / 10 {

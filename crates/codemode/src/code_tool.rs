@@ -200,9 +200,9 @@ impl CodeTool {
             next_seq: AtomicU64::new(0),
         });
         let request = ExecuteRequest {
-            clock: Default::default(),
             code: code.to_string(),
             namespaces: inner.registry.namespaces(),
+            clock: Default::default(),
         };
         let result = inner.executor.execute(request, host).await;
         let mut logs = result.logs;

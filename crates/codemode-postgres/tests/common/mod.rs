@@ -28,7 +28,6 @@ macro_rules! setup_or_skip {
 /// A running execution with no log.
 pub fn execution(id: &str, created_at: i64) -> Execution {
     Execution {
-        clock: Default::default(),
         id: id.to_string(),
         code: format!("async () => {{ return {id:?}; }}"),
         status: ExecutionStatus::Running,
@@ -41,6 +40,7 @@ pub fn execution(id: &str, created_at: i64) -> Execution {
         updated_at: created_at,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 

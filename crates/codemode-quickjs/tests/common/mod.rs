@@ -67,9 +67,9 @@ pub async fn run_with(
     executor
         .execute(
             ExecuteRequest {
-                clock: Default::default(),
                 code: code.to_string(),
                 namespaces: namespaces(),
+                clock: Default::default(),
             },
             host,
         )
@@ -124,9 +124,9 @@ pub async fn run_on(executor: &dyn Executor, code: &str, host: Arc<dyn Host>) ->
     executor
         .execute(
             ExecuteRequest {
-                clock: Default::default(),
                 code: code.to_string(),
                 namespaces: namespaces(),
+                clock: Default::default(),
             },
             host,
         )

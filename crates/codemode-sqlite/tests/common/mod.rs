@@ -21,7 +21,6 @@ pub fn store() -> (TempDir, PathBuf, SqliteStore) {
 /// A running execution created at `created_at`.
 pub fn execution(id: &str, created_at: i64) -> Execution {
     Execution {
-        clock: Default::default(),
         id: id.to_string(),
         code: format!("async () => \"{id}\""),
         status: ExecutionStatus::Running,
@@ -34,6 +33,7 @@ pub fn execution(id: &str, created_at: i64) -> Execution {
         updated_at: created_at,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 

@@ -217,11 +217,11 @@ impl Runtime {
                     let written = self
                         .commit_traced(
                             &Commit {
-                                clock: None,
                                 execution_id: execution.id.clone(),
                                 owner: Some(inner.node.clone()),
                                 entries: vec![reverted],
                                 transition: None,
+                                clock: None,
                             },
                             None,
                         )
@@ -278,11 +278,11 @@ impl Runtime {
         let won = self
             .commit_traced(
                 &Commit {
-                    clock: None,
                     execution_id: id.to_string(),
                     owner: Some(self.inner.node.clone()),
                     entries: Vec::new(),
                     transition: Some(t),
+                    clock: None,
                 },
                 None,
             )
@@ -521,11 +521,11 @@ impl Runtime {
         let won = self
             .commit_traced(
                 &Commit {
-                    clock: None,
                     execution_id: id.to_string(),
                     owner: None,
                     entries: Vec::new(),
                     transition: Some(t),
+                    clock: None,
                 },
                 None,
             )

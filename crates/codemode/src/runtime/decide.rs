@@ -120,11 +120,11 @@ impl Runtime {
         let t = Transition::new(ExecutionStatus::Paused, ExecutionStatus::Running, now)
             .with_decision(decision.clone());
         let commit = Commit {
-            clock: None,
             execution_id: execution_id.to_string(),
             owner: Some(inner.node.clone()),
             entries: entries.clone(),
             transition: Some(t),
+            clock: None,
         };
         if !self.commit_traced(&commit, None).await? {
             return Err(RuntimeError::AlreadyHandled {
@@ -317,11 +317,11 @@ impl Runtime {
         let t = Transition::new(ExecutionStatus::Paused, ExecutionStatus::Rejected, now)
             .with_decision(decision);
         let commit = Commit {
-            clock: None,
             execution_id: execution_id.to_string(),
             owner: Some(inner.node.clone()),
             entries,
             transition: Some(t),
+            clock: None,
         };
         if !self.commit_traced(&commit, Some(&span)).await? {
             return Err(RuntimeError::AlreadyHandled {
@@ -365,11 +365,11 @@ impl Runtime {
         )
         .with_decision(decision);
         let commit = Commit {
-            clock: None,
             execution_id: execution_id.to_string(),
             owner: None,
             entries: Vec::new(),
             transition: Some(t),
+            clock: None,
         };
         if !self.commit_traced(&commit, None).await? {
             return Err(refuse_cancel(self.load(execution_id).await?));

@@ -391,7 +391,6 @@ impl Runtime {
         let code_len = js_len(code);
         let oversized = code_len > MAX_DURABLE_VALUE_CHARS;
         let execution = Execution {
-            clock: Default::default(),
             id: id.clone(),
             code: if oversized {
                 format!("[code omitted: {code_len} characters exceeds the {MAX_DURABLE_VALUE_CHARS}-character limit]")
@@ -408,6 +407,7 @@ impl Runtime {
             updated_at: now,
             decisions: Vec::new(),
             traceparent: None,
+            clock: Default::default(),
         };
         let span = self.pass_span(&execution, None);
         let mut execution = execution;
@@ -526,11 +526,11 @@ impl Runtime {
         t.error = Some(error.clone());
         self.commit_traced(
             &Commit {
-                clock: None,
                 execution_id: id.to_string(),
                 owner: Some(inner.node.clone()),
                 entries: Vec::new(),
                 transition: Some(t),
+                clock: None,
             },
             None,
         )

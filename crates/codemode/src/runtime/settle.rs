@@ -90,11 +90,11 @@ impl Runtime {
         t.logs = ended.and_then(|t| t.logs);
         let logs = t.logs.clone().unwrap_or_default();
         let commit = Commit {
-            clock: None,
             execution_id: id.to_string(),
             owner: Some(self.inner.node.clone()),
             entries: Vec::new(),
             transition: Some(t),
+            clock: None,
         };
         if !matches!(self.commit_traced(&commit, None).await, Ok(true)) {
             return Err(RuntimeError::Store(failure));
@@ -163,11 +163,11 @@ impl Runtime {
             .collect();
         if !entries.is_empty() {
             let commit = Commit {
-                clock: None,
                 execution_id: id.to_string(),
                 owner: Some(inner.node.clone()),
                 entries,
                 transition: None,
+                clock: None,
             };
             if let Err(e) = self.commit_traced(&commit, None).await {
                 tracing::warn!(execution = %id, error = %e, "recording the writes of a cancelled pass failed");
