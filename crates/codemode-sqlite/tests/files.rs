@@ -230,6 +230,7 @@ async fn version_5_undo_records_learn_their_execution_and_go_with_it() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "DROP TABLE audit_archive;
+             ALTER TABLE executions DROP COLUMN clock;
              DROP INDEX workspace_changes_undo;
              ALTER TABLE workspace_changes DROP COLUMN undo_size;
              DROP INDEX workspace_changes_by_execution;
@@ -521,6 +522,7 @@ async fn version_9_keeps_every_column_and_writes_without_temporary_tables() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "ALTER TABLE log_entries DROP COLUMN read_only;
+             ALTER TABLE executions DROP COLUMN clock;
              INSERT INTO executions VALUES (7, 'default', 'e1', 'code', 'paused', '{\"r\":1}', 'err',
                 '[\"log\"]', '[\"tasks\"]', 1, 2, 'node', 99, '[{\"d\":1}]', '00-abc-def-01');
              INSERT INTO executions VALUES (8, 'default', 'e2', 'code', 'cancelled', NULL, NULL,
@@ -542,8 +544,11 @@ async fn version_9_keeps_every_column_and_writes_without_temporary_tables() {
     assert_eq!(before.len(), 3);
     drop(SqliteStore::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    // Version 12 adds each entry's read-only flag, 0 (a write) for the entries already there.
+    // Version 12 adds each entry's read-only flag, 0 (a write) for the entries already there;
+    // version 13 each execution's clock tape, NULL (nothing recorded).
     let mut expected = before.clone();
+    expected[0].push_str("|Null");
+    expected[1].push_str("|Null");
     expected[2].push_str("|Integer(0)");
     assert_eq!(dump(&conn), expected);
     let version: i64 = conn
