@@ -130,7 +130,7 @@ async fn a_new_step_runs_and_reports_its_result() {
     assert_eq!(calls[1].method, "step_result");
     assert_eq!(
         calls[1].args,
-        json!({"seq": 3, "value": {"n": 7, "big": {"$bigint": "5"}}})
+        json!({"seq": 3, "value": {"n": 7, "big": {"$bigint": "5"}}, "clock": [0, 0]})
     );
 }
 
@@ -145,7 +145,10 @@ async fn a_failing_step_reports_its_error_and_rethrows() {
     assert_eq!(returned(&result), json!("boom"));
     let calls = host.calls();
     assert_eq!(calls[1].method, "step_error");
-    assert_eq!(calls[1].args, json!({"seq": 0, "error": "Error: boom"}));
+    assert_eq!(
+        calls[1].args,
+        json!({"seq": 0, "error": "Error: boom", "clock": [0, 0]})
+    );
 }
 
 #[tokio::test]

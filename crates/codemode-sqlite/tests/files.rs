@@ -600,6 +600,7 @@ async fn version_10_measures_the_undo_records_a_file_already_holds() {
         conn.execute_batch(
             "DROP TABLE audit_archive;
              ALTER TABLE log_entries DROP COLUMN read_only;
+             ALTER TABLE executions DROP COLUMN clock;
              DROP INDEX workspace_changes_undo;
              ALTER TABLE workspace_changes DROP COLUMN undo_size;
              INSERT INTO workspace_changes VALUES ('w', 'e:0', '/f', 'héllo', 1, 1, 0, 1, 'e');
