@@ -114,6 +114,18 @@ pub const CRASH_SCRIPT: &str = r#"async () => {
   return [a.key, b.key, c.key];
 }"#;
 
+/// Two writes whose arguments hold clock readings and draws (and a branch on one), then an
+/// approval: the crash test kills the node inside the second write, and the node that takes
+/// the run over must replay the same readings and draws, or its calls would diverge.
+pub const CLOCK_SCRIPT: &str = r#"async () => {
+  const t = Date.now();
+  const r = Math.random();
+  const a = await ledger.write({ value: [t, r, r < 0.5 ? "low" : "high"] });
+  const b = await ledger.write({ value: [Date.now(), Math.random(), new Date().getTime()] });
+  await ledger.confirm({});
+  return [a.written, b.written];
+}"#;
+
 /// One place a crash test kills a node, and the log the next node must find.
 #[derive(Debug, Clone, Copy)]
 pub struct CrashCase {

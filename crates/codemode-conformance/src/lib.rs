@@ -45,6 +45,7 @@ pub async fn insert_running(
         updated_at: at,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     };
     let lease = codemode::Lease {
         owner: owner.into(),

@@ -307,6 +307,7 @@ async fn cut_rollback(store: &dyn Store, runtime: &Runtime, until_ms: i64) -> St
             owner: Some("gone".into()),
             entries: vec![reverted],
             transition: None,
+            clock: None,
         };
         assert!(store.commit(runtime.name(), &commit).await.expect("revert"));
     }

@@ -266,3 +266,54 @@ async fn edited_and_standing_approvals_survive_a_crash_on_both_stores() {
         }
     }
 }
+
+/// A node dies inside a write whose arguments hold clock readings and random draws (its
+/// `executing` mark carried the readings). The node that takes the run over, later, replays
+/// the same readings and draws: the applied write before matches its log, the interrupted
+/// one runs again with its recorded arguments, and the run goes on to its approval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_taken_over_after_a_crash_replays_its_clock_and_draws() {
+    use codemode::{now_ms, EntryState, ExecutionStatus, Outcome, Runtime};
+    use codemode_conformance::journal::{ledger, CrashPoint};
+    for point in ["before", "after"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("codemode.db");
+        let journal = dir.path().join("journal.txt");
+        let status = Command::new(env!("CARGO_BIN_EXE_crash-child"))
+            .args([
+                db.to_str().unwrap(),
+                journal.to_str().unwrap(),
+                point,
+                "1",
+                "clock",
+            ])
+            .status()
+            .unwrap();
+        assert!(!status.success(), "the child must die {point} the effect");
+
+        let store = Arc::new(codemode_sqlite::SqliteStore::open(&db).unwrap());
+        let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
+        let runtime = Runtime::builder(store, executor)
+            .connector(ledger(journal.clone(), CrashPoint::None))
+            .build()
+            .unwrap();
+        let run = runtime.executions(None).await.unwrap().remove(0);
+        assert_eq!(run.status, ExecutionStatus::Running, "{point}");
+        assert_eq!(run.log[1].state, EntryState::Executing, "{point}");
+        assert_eq!(run.clock.readings(), 3, "{point}: {:?}", run.clock);
+        let first = run.log[0].args["value"].clone();
+        let second = run.log[1].args["value"].clone();
+        let taken_at = now_ms();
+        let outcome = take_over(&runtime, &run.id, point).await;
+        let Outcome::Paused { pending, .. } = outcome else {
+            panic!("{point}: the run taken over did not replay to its approval: {outcome:?}")
+        };
+        assert_eq!(pending[0].method, "confirm", "{point}");
+        let Outcome::Completed { result, .. } = runtime.approve(&run.id).await.unwrap() else {
+            panic!("{point}: not completed")
+        };
+        assert_eq!(result, serde_json::json!([first, second]), "{point}");
+        // The readings are the dead node's, not the clock's at the take-over.
+        assert!(second[0].as_i64().unwrap() < taken_at, "{point}");
+    }
+}

@@ -52,6 +52,7 @@ async fn the_suite_walks_every_legal_transition_and_no_other() {
         owner: Some("dead-node".into()),
         entries: vec![executing],
         transition: None,
+        clock: None,
     };
     assert!(store.commit("default", &commit).await.unwrap());
     let outcome = runtime.resume_interrupted("orphan").await.unwrap();
@@ -146,6 +147,7 @@ async fn an_undecided_pending_call_waits_for_a_person_after_a_takeover(db: &std:
             entry(1, "write", 2, false),
         ],
         transition: None,
+        clock: None,
     };
     assert!(store.commit("default", &commit).await.unwrap());
 

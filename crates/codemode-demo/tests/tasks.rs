@@ -22,6 +22,7 @@ fn execution(id: &str) -> Execution {
         updated_at: 1,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 

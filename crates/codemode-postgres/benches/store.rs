@@ -102,6 +102,7 @@ impl Op {
                         owner: Some("node".into()),
                         entries: vec![entry(i as u64)],
                         transition: None,
+                        clock: None,
                     };
                     let t = Instant::now();
                     assert!(store.commit(RT, &c).await.unwrap());
@@ -186,6 +187,7 @@ fn execution(id: &str) -> Execution {
         updated_at: 0,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 

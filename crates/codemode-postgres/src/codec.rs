@@ -114,7 +114,7 @@ const WITH_LOG_COLUMNS: &str = "
        e.id, e.code, e.status, e.result, e.error, e.logs, e.connectors, e.created_at,
        e.updated_at, e.decisions, l.seqs, l.connectors, l.methods, l.args, l.results,
        l.errors, l.approvals, l.ephemerals, l.states, l.approved_args, l.decisions,
-       l.delivered, l.read_onlys, e.traceparent";
+       l.delivered, l.read_onlys, e.traceparent, e.clock";
 
 /// The log of `e`, aggregated into one array per column.
 const LOG_JOIN: &str = "
@@ -185,7 +185,11 @@ pub(crate) fn execution(row: &Row) -> Result<Execution, StoreError> {
     let result: Option<String> = get(row, 3)?;
     let logs: String = get(row, 5)?;
     let connectors: String = get(row, 6)?;
+    // An audit read has no clock column: the tape matters to passes only.
+    let clock: Option<String> = if row.len() > 24 { get(row, 24)? } else { None };
     Ok(Execution {
+        clock: codemode::ClockTape::from_json(clock.as_deref())
+            .map_err(|e| StoreError::Decode(format!("{}: {e}", what("clock"))))?,
         code: text_out(get(row, 1)?)?,
         status: status(&get::<String>(row, 2)?)?,
         log: log(row, 10)?,

@@ -33,7 +33,8 @@ fn transition_sql() -> String {
         lease_until_ms = CASE WHEN $10::boolean THEN NULL ELSE lease_until_ms END,
         decisions = CASE WHEN $11::text IS NULL THEN decisions
                          WHEN decisions IS NULL OR decisions = '[]' THEN '[' || $11::text || ']'
-                         ELSE left(decisions, -1) || ',' || $11::text || ']' END
+                         ELSE left(decisions, -1) || ',' || $11::text || ']' END,
+        clock = CASE WHEN $12::boolean THEN $13::text ELSE clock END
     WHERE runtime = $1 AND id = $2 AND status = $3
       AND (CASE WHEN $9::text IS NULL THEN lease_until_ms IS NULL OR lease_until_ms < $8
                                        OR ($3 = 'running' AND $4 = 'cancelled')
@@ -43,7 +44,7 @@ fn transition_sql() -> String {
     {}
 )
 SELECT count(*) FROM cas",
-        upsert_entries(12)
+        upsert_entries(14)
     )
 }
 
@@ -64,8 +65,25 @@ SELECT count(*) FROM cas",
     )
 }
 
+/// Entries and the clock tape (`$4`): the row is updated, which locks it as `FOR SHARE` does.
+fn entries_clock_sql() -> String {
+    format!(
+        "WITH cas AS (
+    UPDATE codemode_executions SET clock = $4::text
+    WHERE runtime = $1 AND id = $2
+      AND ($3::text IS NULL OR lease_owner = $3::text)
+    RETURNING 1
+), entries AS (
+    {}
+)
+SELECT count(*) FROM cas",
+        upsert_entries(5)
+    )
+}
+
 static TRANSITION: LazyLock<String> = LazyLock::new(transition_sql);
 static ENTRIES: LazyLock<String> = LazyLock::new(entries_sql);
+static ENTRIES_CLOCK: LazyLock<String> = LazyLock::new(entries_clock_sql);
 
 /// The claim's CAS, then the claimed execution with its log. `$7` is the connectors
 /// available: one the execution recorded and that is missing from it refuses the claim.
@@ -110,6 +128,8 @@ pub(crate) async fn commit(
     let id = commit.execution_id.as_str();
     let owner = commit.owner.as_deref();
     let entries = EntryArrays::new(&commit.entries)?;
+    let sets_clock = commit.clock.is_some();
+    let clock = commit.clock.as_ref().and_then(codemode::ClockTape::to_json);
     let matched: i64 = match &commit.transition {
         Some(t) => {
             check_transition(t.from, t.to)?;
@@ -123,7 +143,7 @@ pub(crate) async fn commit(
             let (from, to) = (t.from.as_str(), t.to.as_str());
             let decision = t.decision.as_ref().map(json_decision).transpose()?;
             let error = crate::codec::opt_text_in(t.error.as_deref());
-            let head: [&(dyn ToSql + Sync); 11] = [
+            let head: [&(dyn ToSql + Sync); 13] = [
                 &runtime,
                 &id,
                 &from,
@@ -135,11 +155,27 @@ pub(crate) async fn commit(
                 &owner,
                 &drops_lease,
                 &decision,
+                &sets_clock,
+                &clock,
             ];
             let params: Vec<&(dyn ToSql + Sync)> =
                 head.into_iter().chain(entries.params()).collect();
             let stmt = client
                 .prepare_cached(&TRANSITION)
+                .await
+                .ctx(loc, "preparing a commit")?;
+            client
+                .query_one(&stmt, &params)
+                .await
+                .ctx(loc, "committing")?
+                .get(0)
+        }
+        None if sets_clock => {
+            let head: [&(dyn ToSql + Sync); 4] = [&runtime, &id, &owner, &clock];
+            let params: Vec<&(dyn ToSql + Sync)> =
+                head.into_iter().chain(entries.params()).collect();
+            let stmt = client
+                .prepare_cached(&ENTRIES_CLOCK)
                 .await
                 .ctx(loc, "preparing a commit")?;
             client

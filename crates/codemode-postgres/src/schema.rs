@@ -5,7 +5,7 @@ use codemode::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 /// The schema version this build writes and reads (`codemode_schema_version.version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -182,6 +182,12 @@ CREATE INDEX codemode_audit_archive_by_update ON codemode_audit_archive (runtime
 const V11: &str = "
 ALTER TABLE codemode_log_entries ADD COLUMN read_only BOOLEAN NOT NULL DEFAULT false;
 ALTER TABLE codemode_audit_archive ADD COLUMN entry_read_onlys BOOLEAN[];
+";
+
+/// Version 12: each execution's clock tape (JSON: the clock readings its passes took and where
+/// its steps ended, which later passes replay); NULL when nothing was recorded.
+const V12: &str = "
+ALTER TABLE codemode_executions ADD COLUMN clock TEXT;
 ";
 
 const VERSION_TABLE: &str = "

@@ -74,7 +74,8 @@ async fn a_version_1_database_is_migrated_and_keeps_its_executions() {
         .batch_execute(
             "DROP INDEX codemode_executions_terminal;
              DROP INDEX codemode_executions_paused;
-             ALTER TABLE codemode_executions DROP COLUMN decisions, DROP COLUMN traceparent;
+             ALTER TABLE codemode_executions DROP COLUMN decisions, DROP COLUMN traceparent,
+                 DROP COLUMN clock;
              ALTER TABLE codemode_log_entries DROP COLUMN approved_args,
                  DROP COLUMN decisions, DROP COLUMN delivered, DROP COLUMN read_only;
              DROP TABLE codemode_workspace_files, codemode_workspace_changes;

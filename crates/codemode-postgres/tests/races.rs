@@ -28,6 +28,7 @@ async fn paused(store: &PostgresStore, prefix: &str, n: usize) -> Vec<String> {
                 ExecutionStatus::Paused,
                 i as i64,
             )),
+            clock: None,
         };
         assert!(store.commit(RT, &c).await.unwrap());
         ids.push(id);
@@ -97,6 +98,7 @@ async fn two_nodes_claim_one_paused_execution_exactly_one_wins_1000_times() {
             owner: Some(loser.into()),
             entries: vec![common::entry(0, codemode::EntryState::Applied)],
             transition: None,
+            clock: None,
         };
         assert!(!b.commit(RT, &c).await.unwrap(), "{id}: {owner} owns it");
     }
@@ -122,6 +124,7 @@ async fn approve_and_reject_at_once_exactly_one_wins() {
                         ExecutionStatus::Rejected,
                         1,
                     )),
+                    clock: None,
                 };
                 sb.commit(RT, &c).await.unwrap()
             },
@@ -214,6 +217,7 @@ async fn concurrent_inserts_that_prune_never_deadlock() {
                         ExecutionStatus::Completed,
                         at,
                     )),
+                    clock: None,
                 };
                 let committed = store.commit(RT, &done).await;
                 committed.map_err(|e| format!("completing {id}: {e}"))?;

@@ -27,6 +27,7 @@ async fn finished_read(store: &dyn Store, id: &str, at: i64) {
             ExecutionStatus::Completed,
             at + 1,
         )),
+        clock: None,
     };
     assert!(store.commit("rt", &done).await.unwrap());
 }
@@ -52,6 +53,7 @@ async fn entries_of_a_version_10_database_read_as_writes_and_keep_their_run() {
         .batch_execute(
             "ALTER TABLE codemode_log_entries DROP COLUMN read_only;
              ALTER TABLE codemode_audit_archive DROP COLUMN entry_read_onlys;
+             ALTER TABLE codemode_executions DROP COLUMN clock;
              UPDATE codemode_schema_version SET version = 10;",
         )
         .await

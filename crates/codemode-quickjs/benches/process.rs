@@ -34,6 +34,7 @@ fn request(code: &str) -> ExecuteRequest {
             methods: vec!["get".into()],
             ..Default::default()
         }],
+        clock: Default::default(),
     }
 }
 

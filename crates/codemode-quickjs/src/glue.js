@@ -5,8 +5,8 @@
 // The helpers it returns stay in this closure and are not reachable from the model's code.
 (function (b64encode, b64decode, sdkName, maxLength) {
   "use strict";
-  // The pass's host and console functions: the pass cuts these links when it ends.
-  const link = { host: null, sink: null };
+  // The pass's host, console and clock functions: the pass cuts these links when it ends.
+  const link = { host: null, sink: null, now: null, mark: null, skip: null };
   let sdk = null;
   const g = globalThis;
   const stringify = JSON.stringify;
@@ -488,6 +488,48 @@
     defineProperty(g, name, { value: freeze(value), writable: false, enumerable: false, configurable: false });
   }
 
+  // Time and chance that replay (see `codemode::tape`). Every clock reading (`Date.now()`,
+  // `new Date()`, `Date()`) is the pass's `link.now()`: what an earlier pass read at this
+  // position, else the wall clock, recorded. `Math.random` is the engine's own, seeded per
+  // execution; its draws are counted so that a replayed step skips what its closure drew.
+  // `new Date(x)`, `Date.parse` and `Date.UTC` are the engine's. Code may replace any of
+  // them; its replacement is its own.
+  const NativeDate = Date;
+  const dateToString = NativeDate.prototype.toString;
+  const nativeRandom = Math.random;
+  const construct = Reflect.construct;
+  let draws = 0;
+  {
+    const method = (value) => ({ value, writable: true, enumerable: false, configurable: true });
+    // Named `Date`, with the engine's length (7), prototype and statics; `instanceof`,
+    // subclasses and `constructor` work as with the engine's.
+    function Date(year, monthIndex, day, hours, minutes, seconds, ms) {
+      if (new.target === undefined) return call(dateToString, new NativeDate(link.now()));
+      if (arguments.length === 0) return construct(NativeDate, [link.now()], new.target);
+      return construct(NativeDate, arguments, new.target);
+    }
+    defineProperty(Date, "prototype", { value: NativeDate.prototype, writable: false, enumerable: false, configurable: false });
+    defineProperty(NativeDate.prototype, "constructor", method(Date));
+    defineProperty(Date, "now", method({ now() { return link.now(); } }.now));
+    defineProperty(Date, "parse", method(NativeDate.parse));
+    defineProperty(Date, "UTC", method(NativeDate.UTC));
+    defineProperty(g, "Date", method(Date));
+    defineProperty(Math, "random", method({ random() { draws++; return nativeRandom(); } }.random));
+  }
+  // Where the pass is in time and chance, for a step's closure that just ended.
+  function clockMark() {
+    return [link.mark(), draws];
+  }
+  // Skips to where a replayed step's closure ended the first time (it does not run again).
+  function skipTo(mark) {
+    link.skip(mark[0]);
+    const target = +mark[1];
+    while (draws < target) {
+      draws++;
+      nativeRandom();
+    }
+  }
+
   const consoleObject = {};
   for (const level of ["log", "info", "warn", "error", "debug"]) {
     consoleObject[level] = function (...args) {
@@ -510,16 +552,20 @@
         throw new TypeErrorCtor('codemode.step(name, fn) needs a function, for example: await codemode.step("now", () => Date.now())');
       }
       const reply = await link.host(sdk.step, encode({ name }));
-      if (reply !== null && typeof reply === "object" && reply.replay === true) return reply.value;
+      if (reply !== null && typeof reply === "object" && reply.replay === true) {
+        if (isArray(reply.clock)) skipTo(reply.clock);
+        if (typeof reply.error === "string") throw new ErrorCtor(reply.error);
+        return reply.value;
+      }
       const seq = reply !== null && typeof reply === "object" ? reply.seq : null;
       let text;
       try {
         text = encode(await fn());
       } catch (e) {
-        await link.host(sdk.step_error, encode({ seq, error: errorText(e) }));
+        await link.host(sdk.step_error, encode({ seq, error: errorText(e), clock: clockMark() }));
         throw e;
       }
-      await link.host(sdk.step_result, `{"seq":${encode(seq)},"value":${text}}`);
+      await link.host(sdk.step_result, `{"seq":${encode(seq)},"value":${text},"clock":${encode(clockMark())}}`);
       return decode(text);
     },
     run(name, input) {
@@ -663,9 +709,12 @@
       install(name, ns);
     }
   }
-  function bind(hostFn, sinkFn, sdkIds) {
+  function bind(hostFn, sinkFn, sdkIds, nowFn, markFn, skipFn) {
     link.host = hostFn;
     link.sink = sinkFn;
+    link.now = nowFn;
+    link.mark = markFn;
+    link.skip = skipFn;
     sdk = sdkIds;
   }
 

@@ -16,6 +16,7 @@ struct ReadmeDoctests;
 #[allow(unsafe_code)]
 mod arena;
 mod caller;
+mod clock;
 mod compiled;
 pub mod error;
 mod executor;

@@ -18,6 +18,7 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Ctx, Exception, Function, Object, Promise, Value};
 
 use crate::caller::CallerThread;
+use crate::clock::PassClockState;
 use crate::compiled::{CodeCache, Prepared};
 use crate::ffi;
 use crate::fresh::{namespace_spec, Fresh, GLUE_KEY};
@@ -142,6 +143,8 @@ struct PassState<'js> {
     /// For each `codemode.run` call in flight, the chain of snippets its snippet would run in
     /// (the caller's chain and the snippet's name): its script is named after it.
     runs: RefCell<HashMap<u64, Vec<String>>>,
+    /// The clock the code reads (its own `Rc`: the functions that read it hold only it).
+    clock: Rc<RefCell<PassClockState>>,
 }
 
 /// Throws an error that no `catch` or `finally` in the sandbox can observe.
@@ -162,10 +165,20 @@ impl<'js> PassState<'js> {
         self.stop.get() == Stop::Running
     }
 
+    /// Hands the host the clock readings taken since the last call: before each call, so
+    /// whatever the call depends on is recorded first, and when the pass ends.
+    fn send_clock(&self) {
+        let fresh = self.clock.borrow_mut().take_fresh();
+        if !fresh.is_empty() {
+            self.host.clock_readings(&fresh);
+        }
+    }
+
     fn call(&self, ctx: Ctx<'js>, id: usize, args: String) -> rquickjs::Result<Promise<'js>> {
         if !self.running() {
             return Err(throw_uncatchable(&ctx, "the pass has stopped"));
         }
+        self.send_clock();
         let Some((namespace, method)) = self.calls.get(id) else {
             return Err(Exception::throw_type(&ctx, "unknown host call"));
         };
@@ -461,21 +474,20 @@ impl Driver<'_> {
             memory: self.memory.clone(),
             max_console_bytes: self.options.max_console_bytes,
             runs: RefCell::new(HashMap::new()),
+            clock: Rc::new(RefCell::new(PassClockState::new(
+                &self.request.clock.tape.now,
+            ))),
         });
         let (end, unlinked) = match self.install(&ctx, &state, sdk_base) {
             Ok(helpers) => {
                 let end = self.drive(&ctx, &state, &helpers);
                 // Settled: whatever the code left behind can no longer reach the host.
                 self.stop.set(Stop::Ended);
+                state.send_clock();
                 // Plain property writes: no JavaScript runs, so no interrupt can stop them.
-                let unlinked = helpers
-                    .link
-                    .set("host", Value::new_null(ctx.clone()))
-                    .is_ok()
-                    && helpers
-                        .link
-                        .set("sink", Value::new_null(ctx.clone()))
-                        .is_ok();
+                let unlinked = ["host", "sink", "now", "mark", "skip"]
+                    .iter()
+                    .all(|key| helpers.link.set(*key, Value::new_null(ctx.clone())).is_ok());
                 (end, unlinked)
             }
             Err(e) => (
@@ -489,10 +501,11 @@ impl Driver<'_> {
         let logs = std::mem::take(&mut *state.logs.borrow_mut());
         // The host and console functions hold the state: once their last reference is gone,
         // only this one is left (a cycle through the heap would need a collection first).
-        if unlinked && Rc::strong_count(&state) > 1 {
+        if unlinked && (Rc::strong_count(&state) > 1 || Rc::strong_count(&state.clock) > 1) {
             ctx.run_gc();
         }
-        let clean = unlinked && Rc::strong_count(&state) == 1;
+        let clean =
+            unlinked && Rc::strong_count(&state) == 1 && Rc::strong_count(&state.clock) == 1;
         (ExecuteResult { end, logs }, clean)
     }
 
@@ -512,6 +525,16 @@ impl Driver<'_> {
             ctx.clone(),
             move |ctx: Ctx<'js>, level: String, line: String| log_state.log(ctx, level, line),
         )?;
+        let clock = state.clock.clone();
+        let now = Function::new(ctx.clone(), move || clock.borrow_mut().read() as f64)?;
+        let clock = state.clock.clone();
+        let mark = Function::new(ctx.clone(), move || clock.borrow().position() as f64)?;
+        let clock = state.clock.clone();
+        let skip = Function::new(ctx.clone(), move |reads: f64| {
+            if reads.is_finite() && reads > 0.0 {
+                clock.borrow_mut().skip_to(reads as u64);
+            }
+        })?;
         let sdk = Object::new(ctx.clone())?;
         for (k, m) in SDK_METHODS.iter().enumerate() {
             sdk.set(*m, sdk_base + k)?;
@@ -524,7 +547,7 @@ impl Driver<'_> {
             declare.call::<_, ()>((namespace_spec(ctx, &self.request.namespaces)?,))?;
         }
         let bind: Function = helpers.get("bind")?;
-        bind.call::<_, ()>((host_fn, sink, sdk))?;
+        bind.call::<_, ()>((host_fn, sink, sdk, now, mark, skip))?;
         Ok(Helpers {
             link: helpers.get("link")?,
             encode: helpers.get("encode")?,

@@ -101,7 +101,8 @@ fn run(task: Task, options: &QuickJsOptions) {
         Err(message) => return fail(task.reply, &message),
     };
     let job = task.job;
-    match panic::catch_unwind(AssertUnwindSafe(|| run_pass(slot.ready(), job))) {
+    let seed = job.request.clock.random_seed;
+    match panic::catch_unwind(AssertUnwindSafe(|| run_pass(slot.ready(seed), job))) {
         Ok((result, clean)) => {
             let _ = task.reply.send(result);
             // Putting the runtime back costs a copy: done once the caller has the result.

@@ -115,13 +115,14 @@ impl Slot {
     }
 
     /// The runtime, ready for a pass: on this thread's stack (recorded here, once per pass,
-    /// before any JavaScript runs), with a new random state.
-    pub(crate) fn ready(&self) -> &Fresh {
+    /// before any JavaScript runs), with `Math.random` seeded by `seed` (an execution's, the
+    /// same for each of its passes) or, without one, by a new seed.
+    pub(crate) fn ready(&self, seed: Option<u64>) -> &Fresh {
         self.fresh.context.with(|ctx| {
             ffi::update_stack_top(&ctx);
             if let Some(at) = self.fresh.random {
                 // SAFETY: `at` was found in this context when it was made, and no pass runs.
-                unsafe { ffi::reseed_random(&ctx, at, new_seed()) };
+                unsafe { ffi::reseed_random(&ctx, at, seed.unwrap_or_else(new_seed)) };
             }
         });
         &self.fresh
@@ -170,7 +171,7 @@ mod tests {
     use super::*;
 
     fn eval(slot: &Slot, code: &str) -> String {
-        slot.ready().context.with(|ctx| {
+        slot.ready(None).context.with(|ctx| {
             ctx.eval::<rquickjs::Coerced<String>, _>(code)
                 .map(|s| s.0)
                 .unwrap_or_else(|e| format!("error: {e}"))

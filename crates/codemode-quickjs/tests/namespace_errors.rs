@@ -42,6 +42,7 @@ async fn outcome(executor: &dyn Executor, code: &str) -> PassEnd {
     let request = ExecuteRequest {
         code: code.to_string(),
         namespaces: namespaces(),
+        clock: Default::default(),
     };
     executor.execute(request, host).await.end
 }

@@ -109,7 +109,7 @@ fn every_json_value_crosses_the_sandbox_unchanged() {
         });
         let code = "async () => { const v = await tasks.get(); await tasks.create_task({ v }); return v; }";
         let result = runtime.block_on(executor.execute(
-            ExecuteRequest { code: code.to_string(), namespaces: namespaces() },
+            ExecuteRequest { code: code.to_string(), namespaces: namespaces(), clock: Default::default() },
             host.clone(),
         ));
         let returned = match result.end {

@@ -211,6 +211,7 @@ async fn concurrent_passes_on_many_threads_see_only_their_own_globals() {
                         ExecuteRequest {
                             code: code.to_string(),
                             namespaces: namespaces(),
+                            clock: Default::default(),
                         },
                         TestHost::echo(),
                     )

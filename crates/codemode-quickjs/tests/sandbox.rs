@@ -130,7 +130,7 @@ async fn a_new_step_runs_and_reports_its_result() {
     assert_eq!(calls[1].method, "step_result");
     assert_eq!(
         calls[1].args,
-        json!({"seq": 3, "value": {"n": 7, "big": {"$bigint": "5"}}})
+        json!({"seq": 3, "value": {"n": 7, "big": {"$bigint": "5"}}, "clock": [0, 0]})
     );
 }
 
@@ -145,7 +145,10 @@ async fn a_failing_step_reports_its_error_and_rethrows() {
     assert_eq!(returned(&result), json!("boom"));
     let calls = host.calls();
     assert_eq!(calls[1].method, "step_error");
-    assert_eq!(calls[1].args, json!({"seq": 0, "error": "Error: boom"}));
+    assert_eq!(
+        calls[1].args,
+        json!({"seq": 0, "error": "Error: boom", "clock": [0, 0]})
+    );
 }
 
 #[tokio::test]
@@ -336,6 +339,7 @@ async fn namespaces_that_cannot_be_globals_are_refused() {
                 methods: vec!["m".into()],
                 ..Default::default()
             }],
+            clock: Default::default(),
         };
         let result = executor.execute(request, TestHost::echo()).await;
         let message = failure(&result);

@@ -90,6 +90,7 @@ fn request(code: &str, namespaces: &[(&str, &[&str])]) -> ExecuteRequest {
                 ..Default::default()
             })
             .collect(),
+        clock: Default::default(),
     }
 }
 

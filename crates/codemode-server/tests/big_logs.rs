@@ -79,6 +79,7 @@ async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
             (0..ENTRIES).collect(),
         )],
         traceparent: None,
+        clock: Default::default(),
     };
     let lease = Lease {
         owner: "test".into(),
@@ -96,6 +97,7 @@ async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
             owner: Some("test".into()),
             entries: vec![big_entry(seq, at + 1)],
             transition: None,
+            clock: None,
         };
         assert!(store.commit("default", &entry).await.unwrap());
     }
@@ -108,6 +110,7 @@ async fn store_big_execution(store: &dyn Store, id: &str, at: i64) {
             ExecutionStatus::Completed,
             at + 2,
         )),
+        clock: None,
     };
     assert!(store.commit("default", &done).await.unwrap());
 }

@@ -67,6 +67,7 @@ async fn a_rollback_cut_after_its_last_revert_is_finished_at_start() {
         owner: Some("gone".into()),
         entries: vec![entry],
         transition: None,
+        clock: None,
     };
     assert!(store.commit("default", &commit).await.unwrap());
 

@@ -76,6 +76,7 @@ async fn run(store: Arc<SqliteStore>, n: usize, length: Duration) -> (f64, Durat
                         owner: Some("node".into()),
                         entries: vec![entry(seq)],
                         transition: None,
+                        clock: None,
                     };
                     let began = Instant::now();
                     assert!(store.commit(RT, &c).await.expect("commit"));
@@ -124,6 +125,7 @@ fn execution(id: &str) -> Execution {
         updated_at: 1,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 

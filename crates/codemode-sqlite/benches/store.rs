@@ -163,6 +163,7 @@ fn execution(id: &str) -> Execution {
         updated_at: 1,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 
@@ -190,6 +191,7 @@ fn commit(id: &str, entries: Vec<LogEntry>) -> Commit {
         owner: Some("node".into()),
         entries,
         transition: None,
+        clock: None,
     }
 }
 

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 /// The execution as an audit export reads it: see `listing::AUDIT_EXECUTIONS`.
 const AUDIT_EXECUTION: &str = "
 SELECT id, '', status, NULL, NULL, '[]', connectors, created_at, updated_at, decisions,
-       traceparent
+       traceparent, NULL
 FROM executions
 WHERE runtime = ?1 AND id = ?2";
 

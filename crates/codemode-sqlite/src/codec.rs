@@ -81,7 +81,7 @@ pub(crate) fn seq_to_sql(seq: u64) -> Result<i64, StoreError> {
 
 /// The columns [`RawExecution::read`] expects, in order.
 pub(crate) const EXECUTION_COLUMNS: &str =
-    "id, code, status, result, error, logs, connectors, created_at, updated_at, decisions, traceparent";
+    "id, code, status, result, error, logs, connectors, created_at, updated_at, decisions, traceparent, clock";
 
 /// An execution row as read, before JSON and status decoding.
 pub(crate) struct RawExecution {
@@ -96,6 +96,7 @@ pub(crate) struct RawExecution {
     updated_at: i64,
     decisions: Option<String>,
     traceparent: Option<String>,
+    clock: Option<String>,
 }
 
 impl RawExecution {
@@ -113,6 +114,7 @@ impl RawExecution {
             updated_at: row.get(at + 8)?,
             decisions: row.get(at + 9)?,
             traceparent: row.get(at + 10)?,
+            clock: row.get(at + 11)?,
         })
     }
 
@@ -120,6 +122,8 @@ impl RawExecution {
     pub fn decode(self, log: Vec<LogEntry>) -> Result<Execution, StoreError> {
         let what = |field: &str| format!("execution {} {field}", self.id);
         Ok(Execution {
+            clock: codemode::ClockTape::from_json(self.clock.as_deref())
+                .map_err(|e| StoreError::Decode(format!("{}: {e}", what("clock"))))?,
             status: status(&self.status)?,
             log,
             result: match &self.result {

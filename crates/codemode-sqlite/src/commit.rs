@@ -32,6 +32,9 @@ WHERE runtime = ?1 AND id = ?2 AND status = ?3
 const HOLDS_LEASE: &str = "
 SELECT 1 FROM executions WHERE runtime = ?1 AND id = ?2 AND lease_owner = ?3";
 
+/// The execution's clock tape, replaced (in the commit's transaction, once its CAS held).
+const SET_CLOCK: &str = "UPDATE executions SET clock = ?3 WHERE runtime = ?1 AND id = ?2";
+
 const EXISTS: &str = "SELECT 1 FROM executions WHERE runtime = ?1 AND id = ?2";
 
 const CLAIM: &str = "
@@ -55,6 +58,8 @@ pub(crate) struct Encoded {
     owner: Option<String>,
     entries: Vec<entries::Encoded>,
     transition: Option<EncodedTransition>,
+    /// The clock tape's JSON, when the commit changes it.
+    clock: Option<Option<String>>,
 }
 
 struct EncodedTransition {
@@ -82,6 +87,7 @@ pub(crate) fn encode(commit: &Commit) -> Result<Encoded, StoreError> {
         owner: commit.owner.clone(),
         entries: entries::encode(&commit.entries)?,
         transition,
+        clock: commit.clock.as_ref().map(codemode::ClockTape::to_json),
     })
 }
 
@@ -122,6 +128,11 @@ pub(crate) fn commit(
         return Ok(false);
     }
     entries::upsert_entries(tx, loc, runtime, id, &commit.entries)?;
+    if let Some(clock) = &commit.clock {
+        tx.prepare_cached(SET_CLOCK)
+            .and_then(|mut s| s.execute(params![runtime, id, clock]))
+            .ctx(loc, "recording the clock tape")?;
+    }
     Ok(true)
 }
 

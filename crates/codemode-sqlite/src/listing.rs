@@ -125,7 +125,7 @@ fn decode_summary(row: SummaryRow) -> Result<ExecutionSummary, StoreError> {
 /// The columns of `RawExecution` with the code, result, error and console output left out.
 const AUDIT_EXECUTIONS: &str = "
 SELECT id, '', status, NULL, NULL, '[]', connectors, created_at, updated_at, decisions,
-       traceparent
+       traceparent, NULL
 FROM executions
 WHERE runtime = ?1 AND created_at < ?3 AND updated_at >= ?2
 ORDER BY created_at, pk

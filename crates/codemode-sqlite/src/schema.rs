@@ -8,7 +8,7 @@ use rusqlite::{Connection, TransactionBehavior};
 pub const APPLICATION_ID: i32 = 0x436f_4d6f;
 
 /// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -250,6 +250,12 @@ CREATE INDEX audit_archive_by_update ON audit_archive (runtime, updated_at);
 /// not, until it is older than the minimum age, so that it can still be rolled back.
 const V12: &str = "
 ALTER TABLE log_entries ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0;
+";
+
+/// Version 13: each execution's clock tape (JSON: the clock readings its passes took and where
+/// its steps ended, which later passes replay); NULL when nothing was recorded.
+const V13: &str = "
+ALTER TABLE executions ADD COLUMN clock TEXT;
 ";
 
 /// Refuses a database that is not ours or is newer than this build, before anything is written.

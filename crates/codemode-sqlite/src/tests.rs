@@ -27,6 +27,7 @@ fn execution(id: &str, created_at: i64) -> Execution {
         updated_at: created_at,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 
@@ -63,6 +64,7 @@ fn finish(id: &str, owner: &str) -> Commit {
             ExecutionStatus::Completed,
             9,
         )),
+        clock: None,
     }
 }
 

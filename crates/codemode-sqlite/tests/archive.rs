@@ -38,6 +38,7 @@ async fn a_version_10_file_gains_the_archive_and_keeps_only_the_audit_record() {
                 ExecutionStatus::Completed,
                 1_050,
             )),
+            clock: None,
         };
         assert!(s.commit(RT, &done).await.unwrap());
     }
@@ -45,7 +46,8 @@ async fn a_version_10_file_gains_the_archive_and_keeps_only_the_audit_record() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
-            "DROP TABLE audit_archive; ALTER TABLE log_entries DROP COLUMN read_only;",
+            "DROP TABLE audit_archive; ALTER TABLE log_entries DROP COLUMN read_only;
+             ALTER TABLE executions DROP COLUMN clock;",
         )
         .unwrap();
         conn.pragma_update(None, "user_version", 10).unwrap();

@@ -194,6 +194,7 @@ async fn a_version_1_file_is_migrated_and_keeps_its_executions() {
         owner: None,
         entries: Vec::new(),
         transition: Some(cancel),
+        clock: None,
     };
     assert!(s.commit(RT, &cancelled).await.unwrap());
     let live = s.execution(RT, "live").await.unwrap().unwrap();
@@ -229,6 +230,7 @@ async fn version_5_undo_records_learn_their_execution_and_go_with_it() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "DROP TABLE audit_archive;
+             ALTER TABLE executions DROP COLUMN clock;
              DROP INDEX workspace_changes_undo;
              ALTER TABLE workspace_changes DROP COLUMN undo_size;
              DROP INDEX workspace_changes_by_execution;
@@ -328,6 +330,7 @@ async fn reopening_keeps_everything() {
             ExecutionStatus::Paused,
             7,
         )),
+        clock: None,
     };
     assert!(s.commit(RT, &pause).await.unwrap());
     s.put_snippet("other", &common::snippet("s")).await.unwrap();
@@ -365,6 +368,7 @@ async fn a_second_connection_sees_committed_data() {
         owner: Some("a".into()),
         entries: vec![entry(0, EntryState::Applied)],
         transition: None,
+        clock: None,
     };
     assert!(b.commit(RT, &c).await.unwrap());
     assert_eq!(a.execution(RT, "e").await.unwrap().unwrap().log.len(), 1);
@@ -411,6 +415,7 @@ async fn megabyte_values_round_trip() {
         owner: Some("n".into()),
         entries: vec![call.clone()],
         transition: Some(t),
+        clock: None,
     };
     assert!(s.commit(RT, &c).await.unwrap());
     let mut snip = common::snippet("big");
@@ -455,6 +460,7 @@ async fn write_many(s: &SqliteStore, who: &str) {
                 ExecutionStatus::Completed,
                 i as i64,
             )),
+            clock: None,
         };
         assert!(s.commit(RT, &c).await.unwrap());
     }
@@ -516,6 +522,7 @@ async fn version_9_keeps_every_column_and_writes_without_temporary_tables() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(
             "ALTER TABLE log_entries DROP COLUMN read_only;
+             ALTER TABLE executions DROP COLUMN clock;
              INSERT INTO executions VALUES (7, 'default', 'e1', 'code', 'paused', '{\"r\":1}', 'err',
                 '[\"log\"]', '[\"tasks\"]', 1, 2, 'node', 99, '[{\"d\":1}]', '00-abc-def-01');
              INSERT INTO executions VALUES (8, 'default', 'e2', 'code', 'cancelled', NULL, NULL,
@@ -537,8 +544,11 @@ async fn version_9_keeps_every_column_and_writes_without_temporary_tables() {
     assert_eq!(before.len(), 3);
     drop(SqliteStore::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    // Version 12 adds each entry's read-only flag, 0 (a write) for the entries already there.
+    // Version 12 adds each entry's read-only flag, 0 (a write) for the entries already there;
+    // version 13 each execution's clock tape, NULL (nothing recorded).
     let mut expected = before.clone();
+    expected[0].push_str("|Null");
+    expected[1].push_str("|Null");
     expected[2].push_str("|Integer(0)");
     assert_eq!(dump(&conn), expected);
     let version: i64 = conn
@@ -590,6 +600,7 @@ async fn version_10_measures_the_undo_records_a_file_already_holds() {
         conn.execute_batch(
             "DROP TABLE audit_archive;
              ALTER TABLE log_entries DROP COLUMN read_only;
+             ALTER TABLE executions DROP COLUMN clock;
              DROP INDEX workspace_changes_undo;
              ALTER TABLE workspace_changes DROP COLUMN undo_size;
              INSERT INTO workspace_changes VALUES ('w', 'e:0', '/f', 'héllo', 1, 1, 0, 1, 'e');

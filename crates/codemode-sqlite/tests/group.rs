@@ -29,6 +29,7 @@ async fn concurrent_commits_all_land_and_are_read_back_at_once() {
                     owner: Some("n".into()),
                     entries: vec![entry(seq, codemode::EntryState::Applied)],
                     transition: None,
+                    clock: None,
                 };
                 assert!(s.commit(RT, &c).await.unwrap());
                 // Read-your-writes: a read sent after the commit returned sees it.

@@ -27,6 +27,7 @@ fn claims_race_across_two_connections_and_exactly_one_wins_each() {
                     ExecutionStatus::Paused,
                     5,
                 )),
+                clock: None,
             };
             assert!(s.commit(RT, &pause).await.unwrap());
         }

@@ -30,6 +30,7 @@ async fn entries_of_a_version_11_file_read_as_writes_and_keep_their_run() {
                 ExecutionStatus::Completed,
                 now - 900,
             )),
+            clock: None,
         };
         assert!(s.commit(RT, &done).await.unwrap());
         let read = s.execution(RT, "old").await.unwrap().unwrap();
@@ -38,8 +39,11 @@ async fn entries_of_a_version_11_file_read_as_writes_and_keep_their_run() {
     // As a version 11 file, whose entries had no flag: the next open runs version 12.
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("ALTER TABLE log_entries DROP COLUMN read_only;")
-            .unwrap();
+        conn.execute_batch(
+            "ALTER TABLE log_entries DROP COLUMN read_only;
+             ALTER TABLE executions DROP COLUMN clock;",
+        )
+        .unwrap();
         conn.pragma_update(None, "user_version", 11).unwrap();
     }
     let s = SqliteStore::open(&path).unwrap();

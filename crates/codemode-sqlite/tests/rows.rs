@@ -34,6 +34,7 @@ async fn prune_and_delete_remove_the_log_rows_of_their_executions() {
             ExecutionStatus::Completed,
             2,
         )),
+        clock: None,
     };
     assert!(s.commit(RT, &finish("pruned")).await.unwrap());
     assert_eq!(s.prune_executions(RT, 0).await.unwrap(), 1);

@@ -43,6 +43,7 @@ async fn runs(s: &codemode_sqlite::SqliteStore, tag: &str, at: i64) -> (Duration
                 ExecutionStatus::Completed,
                 at + 1,
             )),
+            clock: None,
         };
         assert!(s.commit(RT, &done).await.unwrap());
         if i >= RUNS / 10 {

@@ -202,6 +202,7 @@ impl CodeTool {
         let request = ExecuteRequest {
             code: code.to_string(),
             namespaces: inner.registry.namespaces(),
+            clock: Default::default(),
         };
         let result = inner.executor.execute(request, host).await;
         let mut logs = result.logs;

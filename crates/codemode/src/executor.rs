@@ -10,6 +10,8 @@ use serde_json::Value;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use crate::tape::{ClockRun, PassClock};
+
 /// The namespace of the platform SDK (`codemode.search`, `describe`, `step`, `run`).
 pub const SDK_NAMESPACE: &str = "codemode";
 
@@ -47,6 +49,8 @@ pub struct ExecuteRequest {
     pub code: String,
     /// The connector namespaces, besides `codemode`.
     pub namespaces: Vec<Namespace>,
+    /// What `Date.now()`, `new Date()` and `Math.random()` replay (see [`crate::tape`]).
+    pub clock: PassClock,
 }
 
 /// One call from the sandbox to the host.
@@ -56,7 +60,10 @@ pub struct ExecuteRequest {
 /// - `search {query}`, `describe {target}`: answered with a value;
 /// - `step {name}`: answered with `{replay: true, value}` (return `value` without running the
 ///   closure) or `{replay: false, seq}` (run the closure, then report it);
-/// - `step_result {seq, value}` / `step_error {seq, error}`: the closure's outcome;
+/// - `step_result {seq, value, clock?}` / `step_error {seq, error, clock?}`: the closure's
+///   outcome; `clock` is `[readings, draws]`, the clock readings and `Math.random` draws the
+///   pass had taken when the closure ended, which a replay of the step skips to (a replayed
+///   step's answer carries them as `clock` too);
 /// - `run {name, input, chain}`: answered with [`HostReply::RunCode`] or a value (`{error}`).
 ///   `chain` names the snippets the call was made from, outermost first (absent or empty for
 ///   the model's own code). The executor works it out from where the call was made, not from
@@ -117,6 +124,11 @@ pub trait Host: Send + Sync {
     /// Tells the host the code settled (returned or threw): no reply reaches the code from
     /// now on, and a call made from now on is refused. Calls made before it still run.
     fn settled(&self) {}
+
+    /// Takes the clock readings the code took since the last call or this method's last
+    /// call, beyond those [`ExecuteRequest::clock`] replayed; an executor calls it before it
+    /// forwards the next call and when the pass ends. It must be quick and must not block.
+    fn clock_readings(&self, _runs: &[ClockRun]) {}
 
     /// A flag the host sets to stop the pass at its next instruction boundary (a cancel), or
     /// `None` if this host never stops a pass that way.

@@ -37,6 +37,7 @@ pub mod secrets;
 pub mod shape;
 pub mod status;
 pub mod store;
+pub mod tape;
 pub mod value;
 
 pub use code_tool::{CodeOutcome, CodeTool, CodeToolBuilder};
@@ -69,6 +70,7 @@ pub use store::{
     check_transition, Claim, Commit, Deletion, Lease, RetentionAges, Store, StoreError, Transition,
     DEFAULT_AUDIT_MAX_AGE, DEFAULT_RETENTION_MIN_AGE,
 };
+pub use tape::{random_seed, ClockRun, ClockTape, PassClock, StepMark};
 pub use value::{
     canonical_eq, truncate_result, truncate_text, TruncateOptions, DEFAULT_MAX_EXECUTIONS,
     DEFAULT_PAUSED_TTL_MS, MAX_DURABLE_VALUE_CHARS,

@@ -87,6 +87,10 @@ pub struct Execution {
     /// which later passes continue; kept only when the host traces ([`crate::TraceCarrier`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// The clock readings its passes took and where its steps ended, which later passes
+    /// replay (see [`crate::tape`]).
+    #[serde(default, skip_serializing_if = "crate::tape::ClockTape::is_empty")]
+    pub clock: crate::tape::ClockTape,
 }
 
 impl Execution {

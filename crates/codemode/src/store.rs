@@ -161,6 +161,8 @@ pub struct Commit {
     pub entries: Vec<LogEntry>,
     /// A status change to make in the same transaction.
     pub transition: Option<Transition>,
+    /// The execution's clock tape, replacing the one recorded (`None`: unchanged).
+    pub clock: Option<crate::tape::ClockTape>,
 }
 
 /// What a [`Store::claim`] found.

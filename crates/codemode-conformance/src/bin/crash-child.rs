@@ -6,12 +6,13 @@
 //! write at SEQ, the ledger's writes running one at a time (so the ones before SEQ have run
 //! and the ones after it have not); `batch-parallel` runs them at once; `edited` runs the
 //! edited-approval script, approves its first write with edited arguments for the rest of the
-//! run, and dies inside the write at SEQ. DB is a SQLite path or a `postgres://` URL.
+//! run, and dies inside the write at SEQ; `clock` runs the clock script (its writes' arguments
+//! read the clock and draw random numbers) and dies inside the write at SEQ. DB is a SQLite path or a `postgres://` URL.
 
 use codemode::Runtime;
 use codemode::{Approval, ApprovalScope, Store};
 use codemode_conformance::journal::{
-    ledger, CrashPoint, APPROVED_WRITE_SCRIPT, BATCH_WRITE_SCRIPT, CRASH_SCRIPT,
+    ledger, CrashPoint, APPROVED_WRITE_SCRIPT, BATCH_WRITE_SCRIPT, CLOCK_SCRIPT, CRASH_SCRIPT,
     EDITED_WRITE_SCRIPT,
 };
 use std::sync::Arc;
@@ -22,13 +23,14 @@ async fn main() {
     let (db, journal, point, seq, mode) = match args.as_slice() {
         [_, db, journal, point, seq] => (db, journal, point, seq, ""),
         [_, db, journal, point, seq, mode]
-            if ["approved", "batch", "batch-parallel", "edited"].contains(&mode.as_str()) =>
+            if ["approved", "batch", "batch-parallel", "edited", "clock"]
+                .contains(&mode.as_str()) =>
         {
             (db, journal, point, seq, mode.as_str())
         }
         _ => {
             eprintln!(
-                "usage: crash-child DB JOURNAL before|after SEQ [approved|batch|batch-parallel|edited]"
+                "usage: crash-child DB JOURNAL before|after SEQ [approved|batch|batch-parallel|edited|clock]"
             );
             std::process::exit(2);
         }
@@ -89,6 +91,11 @@ async fn main() {
         println!("{}", serde_json::to_string(&outcome).unwrap());
         return;
     }
-    let outcome = runtime.call(CRASH_SCRIPT).await.expect("call");
+    let script = if mode == "clock" {
+        CLOCK_SCRIPT
+    } else {
+        CRASH_SCRIPT
+    };
+    let outcome = runtime.call(script).await.expect("call");
     println!("{}", serde_json::to_string(&outcome).unwrap());
 }

@@ -14,6 +14,7 @@
 
 mod archive;
 mod claim;
+mod clock;
 mod commit;
 mod decisions;
 mod executions;
@@ -25,6 +26,7 @@ mod values;
 
 pub use archive::*;
 pub use claim::*;
+pub use clock::*;
 pub use commit::*;
 pub use decisions::*;
 pub use executions::*;
@@ -47,6 +49,7 @@ macro_rules! for_each_store_contract_case {
     ($then:ident) => {
         $then! {
             a_commit_upserts_entries_by_seq,
+            a_commit_records_the_clock_tape_and_a_claim_reads_it_back,
             a_transition_records_its_result_and_logs_and_a_later_one_keeps_them,
             an_error_transition_records_its_message,
             a_commit_with_a_stale_status_writes_nothing_not_even_its_entries,
@@ -139,6 +142,7 @@ fn execution(id: &str, created_at: i64) -> Execution {
         updated_at: created_at,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 
@@ -192,6 +196,7 @@ fn commit(id: &str, owner: Option<&str>, entries: Vec<LogEntry>) -> Commit {
         owner: owner.map(str::to_string),
         entries,
         transition: None,
+        clock: None,
     }
 }
 

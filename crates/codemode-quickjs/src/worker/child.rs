@@ -202,8 +202,19 @@ fn pass_loop(
         replies: replies.clone(),
     });
     loop {
-        let (code, sent) = match wait.next() {
-            ToChild::Pass { code, namespaces } => (code, namespaces),
+        let (code, sent, clock) = match wait.next() {
+            ToChild::Pass {
+                code,
+                namespaces,
+                clock,
+                random_seed,
+            } => {
+                let tape = codemode::ClockTape {
+                    now: clock,
+                    steps: Vec::new(),
+                };
+                (code, namespaces, codemode::PassClock { tape, random_seed })
+            }
             ToChild::Probe => {
                 let (socket, open, fork) = confine::probe();
                 if output
@@ -223,7 +234,12 @@ fn pass_loop(
         }
         // A cancel of the last pass was handled before this pass's frame could be read.
         cancel.store(false, Ordering::SeqCst);
-        let (end, spent) = run_one(code, &namespaces, &host, &wait, &cancel, options, &cache);
+        let request = ExecuteRequest {
+            code,
+            namespaces: namespaces.clone(),
+            clock,
+        };
+        let (end, spent) = run_one(request, &host, &wait, &cancel, options, &cache);
         wait.pass_ended();
         replies.reset();
         if output
@@ -247,23 +263,19 @@ type Ended = (PassEnd, Option<(Slot, bool)>);
 
 /// Runs one pass; how it ended (with the runtime to put back) and whether the thread is spent.
 fn run_one(
-    code: String,
-    namespaces: &[Namespace],
+    request: ExecuteRequest,
     host: &Arc<dyn Host>,
     wait: &Arc<FrameWait>,
     cancel: &Arc<AtomicBool>,
     options: &Arc<QuickJsOptions>,
     cache: &Arc<CodeCache>,
 ) -> (Ended, bool) {
-    let slot = match Slot::take(options, namespaces) {
+    let slot = match Slot::take(options, &request.namespaces) {
         Ok(slot) => slot,
         Err(message) => return ((PassEnd::Failed(message), None), false),
     };
     let job = PassJob {
-        request: ExecuteRequest {
-            code,
-            namespaces: namespaces.to_vec(),
-        },
+        request,
         host: host.clone(),
         handle: None,
         cancel: cancel.clone(),
@@ -272,7 +284,8 @@ fn run_one(
         inline: false,
         wait: Some(wait.clone() as Arc<dyn ReplyWait>),
     };
-    match panic::catch_unwind(AssertUnwindSafe(|| run_pass(slot.ready(), job))) {
+    let seed = job.request.clock.random_seed;
+    match panic::catch_unwind(AssertUnwindSafe(|| run_pass(slot.ready(seed), job))) {
         Ok((result, clean)) => (
             (result.end, Some((slot, clean))),
             crate::turns::thread_spent(),

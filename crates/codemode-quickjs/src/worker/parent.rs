@@ -199,6 +199,8 @@ async fn run(
     let pass = ToChild::Pass {
         code: request.code,
         namespaces,
+        clock: request.clock.tape.now,
+        random_seed: request.clock.random_seed,
     };
     match timeout_at(kill_at, proc.send(&pass)).await {
         Ok(Ok(())) => proc.sent = Some(print),
@@ -244,6 +246,7 @@ async fn run(
                         None => calls.push(async move { (id, future.await) }),
                     }
                 }
+                Ok(Some(FromChild::Clock(runs))) => host.clock_readings(&runs),
                 Ok(Some(FromChild::Console(line))) => {
                     log_bytes = log_bytes.saturating_add(line.len());
                     if log_bytes > log_cap {

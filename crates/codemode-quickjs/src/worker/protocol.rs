@@ -5,7 +5,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 
 use codemode::executor::PositionalParams;
-use codemode::{ExecuteResult, HostReply, Namespace, PassEnd};
+use codemode::{ClockRun, ExecuteResult, HostReply, Namespace, PassEnd};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -139,6 +139,11 @@ pub(crate) enum ToChild {
     Pass {
         code: String,
         namespaces: Option<Vec<WireNamespace>>,
+        /// The clock readings to replay, and `Math.random`'s seed.
+        #[serde(default)]
+        clock: Vec<ClockRun>,
+        #[serde(default)]
+        random_seed: Option<u64>,
     },
     /// The host's answer to call `id`. (A cancel is a signal, not a frame: see `sys.rs`.)
     Reply { id: u64, reply: WireReply },
@@ -172,6 +177,8 @@ pub(crate) enum FromChild {
     Polled { id: u64 },
     /// The code wrote a console line.
     Console(String),
+    /// Clock readings the code took past the replayed ones (sent before the next call).
+    Clock(Vec<ClockRun>),
     /// The pass ended; `spent`: the process should not run another (it exits).
     Done { end: WireEnd, spent: bool },
     /// The `errno` of each probe (0 if the call succeeded).

@@ -69,6 +69,7 @@ pub async fn run_with(
             ExecuteRequest {
                 code: code.to_string(),
                 namespaces: namespaces(),
+                clock: Default::default(),
             },
             host,
         )
@@ -125,6 +126,7 @@ pub async fn run_on(executor: &dyn Executor, code: &str, host: Arc<dyn Host>) ->
             ExecuteRequest {
                 code: code.to_string(),
                 namespaces: namespaces(),
+                clock: Default::default(),
             },
             host,
         )

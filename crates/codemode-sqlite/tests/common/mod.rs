@@ -33,6 +33,7 @@ pub fn execution(id: &str, created_at: i64) -> Execution {
         updated_at: created_at,
         decisions: Vec::new(),
         traceparent: None,
+        clock: Default::default(),
     }
 }
 

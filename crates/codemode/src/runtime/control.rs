@@ -221,6 +221,7 @@ impl Runtime {
                                 owner: Some(inner.node.clone()),
                                 entries: vec![reverted],
                                 transition: None,
+                                clock: None,
                             },
                             None,
                         )
@@ -281,6 +282,7 @@ impl Runtime {
                     owner: Some(self.inner.node.clone()),
                     entries: Vec::new(),
                     transition: Some(t),
+                    clock: None,
                 },
                 None,
             )
@@ -523,6 +525,7 @@ impl Runtime {
                     owner: None,
                     entries: Vec::new(),
                     transition: Some(t),
+                    clock: None,
                 },
                 None,
             )

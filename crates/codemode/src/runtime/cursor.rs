@@ -5,6 +5,7 @@ use super::delivery::Delivery;
 use super::replay::Divergence;
 use crate::model::LogEntry;
 use crate::status::{note_entry, EntryState};
+use crate::tape::{ClockRun, ClockTape, StepMark};
 use crate::value::{js_len, MAX_DURABLE_VALUE_CHARS};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -57,11 +58,15 @@ pub(super) struct ReplayCursor {
     limits: Limits,
     /// The order results reach the sandbox in (see [`Delivery`]).
     pub delivery: Delivery,
+    /// The execution's clock tape: what earlier passes recorded, then this pass's readings.
+    clock: ClockTape,
+    /// Whether the tape changed since the last commit.
+    clock_dirty: bool,
 }
 
 impl ReplayCursor {
-    /// A cursor at the start of `log`.
-    pub fn new(log: Vec<LogEntry>, limits: Limits) -> Self {
+    /// A cursor at the start of `log`, with the execution's clock tape.
+    pub fn new(log: Vec<LogEntry>, clock: ClockTape, limits: Limits) -> Self {
         let log_bytes = log.iter().map(entry_bytes).sum();
         let delivery = Delivery::new(&log);
         ReplayCursor {
@@ -74,7 +79,38 @@ impl ReplayCursor {
             buffered_bytes: 0,
             limits,
             delivery,
+            clock,
+            clock_dirty: false,
         }
+    }
+
+    /// The tape as the pass starts (before any reading of this pass).
+    pub fn clock(&self) -> &ClockTape {
+        &self.clock
+    }
+
+    /// Appends the readings the sandbox took, for the next commit.
+    pub fn clock_readings(&mut self, runs: &[ClockRun]) {
+        if runs.iter().any(|r| r.1 > 0) {
+            self.clock.append(runs);
+            self.clock_dirty = true;
+        }
+    }
+
+    /// Records where a step's closure ended, for the next commit.
+    pub fn step_mark(&mut self, mark: StepMark) {
+        self.clock.set_mark(mark);
+        self.clock_dirty = true;
+    }
+
+    /// The tape for a commit, when it changed since the last one.
+    pub fn take_clock(&mut self) -> Option<ClockTape> {
+        std::mem::take(&mut self.clock_dirty).then(|| self.clock.clone())
+    }
+
+    /// The tape goes with the next commit again (the one that carried it was refused).
+    pub fn keep_clock(&mut self) {
+        self.clock_dirty = true;
     }
 
     /// Hands out the next seq, or stops the pass (and returns `None`) past the call limit.
@@ -278,7 +314,7 @@ mod tests {
             max_calls: 2,
             max_log_bytes: 100,
         };
-        let mut cursor = ReplayCursor::new(Vec::new(), limits);
+        let mut cursor = ReplayCursor::new(Vec::new(), ClockTape::default(), limits);
         assert_eq!(cursor.next_seq(), Some(0));
         assert_eq!(cursor.next_seq(), Some(1));
         assert_eq!(cursor.next_seq(), None);
@@ -295,7 +331,7 @@ mod tests {
             max_calls: 10,
             max_log_bytes: 100,
         };
-        let mut cursor = ReplayCursor::new(Vec::new(), limits);
+        let mut cursor = ReplayCursor::new(Vec::new(), ClockTape::default(), limits);
         assert!(cursor.add_log_bytes(100));
         assert!(cursor.stop.is_none());
         assert!(!cursor.add_log_bytes(1));

@@ -124,6 +124,7 @@ impl Runtime {
             owner: Some(inner.node.clone()),
             entries: entries.clone(),
             transition: Some(t),
+            clock: None,
         };
         if !self.commit_traced(&commit, None).await? {
             return Err(RuntimeError::AlreadyHandled {
@@ -320,6 +321,7 @@ impl Runtime {
             owner: Some(inner.node.clone()),
             entries,
             transition: Some(t),
+            clock: None,
         };
         if !self.commit_traced(&commit, Some(&span)).await? {
             return Err(RuntimeError::AlreadyHandled {
@@ -367,6 +369,7 @@ impl Runtime {
             owner: None,
             entries: Vec::new(),
             transition: Some(t),
+            clock: None,
         };
         if !self.commit_traced(&commit, None).await? {
             return Err(refuse_cancel(self.load(execution_id).await?));

@@ -26,8 +26,11 @@ impl Flusher {
     /// final state that a refused commit carried are kept for the pass's end, which records
     /// them once the run is settled (see `lost_claim`).
     pub async fn flush(&self) -> Result<(), Stop> {
-        let entries = lock(&self.cursor).take_dirty();
-        if entries.is_empty() {
+        let (entries, clock) = {
+            let mut cursor = lock(&self.cursor);
+            (cursor.take_dirty(), cursor.take_clock())
+        };
+        if entries.is_empty() && clock.is_none() {
             return Ok(());
         }
         let inner = &self.runtime.inner;
@@ -36,10 +39,15 @@ impl Flusher {
             owner: Some(inner.node.clone()),
             entries,
             transition: None,
+            clock,
         };
         let written = self.runtime.commit_traced(&commit, Some(&self.span)).await;
         if !matches!(written, Ok(true)) {
-            lock(&self.cursor).keep_unsaved(commit.entries);
+            let mut cursor = lock(&self.cursor);
+            cursor.keep_unsaved(commit.entries);
+            if commit.clock.is_some() {
+                cursor.keep_clock();
+            }
         }
         match written {
             Ok(true) => Ok(()),

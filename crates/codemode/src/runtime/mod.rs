@@ -426,6 +426,7 @@ impl Runtime {
             updated_at: now,
             decisions: Vec::new(),
             traceparent: None,
+            clock: Default::default(),
         };
         let span = self.pass_span(&execution, None);
         let mut execution = execution;
@@ -548,6 +549,7 @@ impl Runtime {
                 owner: Some(inner.node.clone()),
                 entries: Vec::new(),
                 transition: Some(t),
+                clock: None,
             },
             None,
         )

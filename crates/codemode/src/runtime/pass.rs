@@ -19,6 +19,7 @@ use crate::executor::{ExecuteRequest, Host, HostCall, HostReply, PassEnd, SDK_NA
 use crate::model::{now_ms, Decision, Execution, LogEntry, Outcome, PendingAction};
 use crate::status::{note_execution, ExecutionStatus};
 use crate::store::{Commit, Transition};
+use crate::tape::{random_seed, ClockRun, PassClock};
 use crate::value::{serialized_len, MAX_DURABLE_VALUE_CHARS};
 use crate::RuntimeError;
 use futures::future::BoxFuture;
@@ -85,7 +86,11 @@ async fn run_in(
     let host = Arc::new(PassHost {
         runtime: runtime.clone(),
         execution_id: id.clone(),
-        cursor: Arc::new(Mutex::new(ReplayCursor::new(execution.log, limits))),
+        cursor: Arc::new(Mutex::new(ReplayCursor::new(
+            execution.log,
+            execution.clock.clone(),
+            limits,
+        ))),
         writes: Arc::new(tokio::sync::RwLock::new(())),
         reads: Arc::new(tokio::sync::RwLock::new(())),
         settled: AtomicBool::new(false),
@@ -97,6 +102,10 @@ async fn run_in(
     let request = ExecuteRequest {
         code: execution.code,
         namespaces: inner.registry.namespaces(),
+        clock: PassClock {
+            tape: execution.clock,
+            random_seed: Some(random_seed(&id)),
+        },
     };
     let mut result = inner.executor.execute(request, host.clone()).await;
     host.settled.store(true, Ordering::SeqCst);
@@ -108,7 +117,7 @@ async fn run_in(
         host.run_approved_leftovers().await;
     }
     result.logs.extend(host.settle_unawaited(&result.end));
-    let (entries, stop, paused) = {
+    let (entries, clock, stop, paused) = {
         let mut cursor = lock(&host.cursor);
         // A cancel that arrived while the pass ran wins over however the code ended.
         if let Some(decision) = host.signal.cancelled() {
@@ -131,7 +140,7 @@ async fn run_in(
                 .collect::<Option<Vec<_>>>(),
             _ => None,
         };
-        (cursor.take_dirty_final(), stop, paused)
+        (cursor.take_dirty_final(), cursor.take_clock(), stop, paused)
     };
     let logs = result.logs;
     let now = now_ms();
@@ -198,6 +207,8 @@ async fn run_in(
         owner: Some(inner.node.clone()),
         entries,
         transition: Some(transition),
+        // Only a later pass reads the tape: a terminal run leaves it as its writes left it.
+        clock: clock.filter(|_| to == ExecutionStatus::Paused),
     };
     let won = match runtime.commit_traced(&last, Some(&span)).await {
         Ok(won) => won,
@@ -341,6 +352,10 @@ impl Host for PassHost {
 
     fn stop_flag(&self) -> Option<Arc<AtomicBool>> {
         Some(self.signal.stop_flag())
+    }
+
+    fn clock_readings(&self, runs: &[ClockRun]) {
+        self.lock().clock_readings(runs);
     }
 }
 

@@ -158,6 +158,7 @@ impl Runtime {
             owner: Some(self.inner.node.clone()),
             entries: Vec::new(),
             transition: Some(t),
+            clock: None,
         };
         if !matches!(self.commit_traced(&commit, None).await, Ok(true)) {
             return Err(RuntimeError::Store(failure));
@@ -230,6 +231,7 @@ impl Runtime {
                 owner: Some(inner.node.clone()),
                 entries,
                 transition: None,
+                clock: None,
             };
             if let Err(e) = self.commit_traced(&commit, None).await {
                 tracing::warn!(execution = %id, error = %e, "recording the writes of a cancelled pass failed");

@@ -7,6 +7,7 @@ use super::replay::Divergence;
 use crate::executor::{HostCall, HostReply, SDK_NAMESPACE};
 use crate::model::LogEntry;
 use crate::status::EntryState;
+use crate::tape::StepMark;
 use crate::value::{canonical_eq, MAX_DURABLE_VALUE_CHARS};
 use serde_json::{json, Value};
 
@@ -58,12 +59,22 @@ impl PassHost {
                 EntryState::Applied => {
                     let value = cursor.log.remove(&seq).and_then(|e| e.result);
                     let value = value.unwrap_or(Value::Null);
-                    let reply = HostReply::Value(json!({ "replay": true, "value": value }));
-                    return (Some(cursor.delivery.ticket(seq)), reply);
+                    let mut reply = json!({ "replay": true, "value": value });
+                    if let Some(mark) = cursor.clock().mark(seq) {
+                        reply["clock"] = json!([mark.1, mark.2]);
+                    }
+                    return (Some(cursor.delivery.ticket(seq)), HostReply::Value(reply));
                 }
                 EntryState::Error => {
                     let error = cursor.log.remove(&seq).and_then(|e| e.error);
-                    let reply = HostReply::Throw(error.unwrap_or_default());
+                    let error = error.unwrap_or_default();
+                    // With a mark, the sandbox skips to it and throws the error itself.
+                    let reply = match cursor.clock().mark(seq) {
+                        Some(mark) => HostReply::Value(
+                            json!({ "replay": true, "error": error, "clock": [mark.1, mark.2] }),
+                        ),
+                        None => HostReply::Throw(error),
+                    };
                     return (Some(cursor.delivery.ticket(seq)), reply);
                 }
                 _ => {}
@@ -106,6 +117,17 @@ impl PassHost {
                 None,
                 HostReply::Throw("codemode.step: this step already ended".into()),
             );
+        }
+        let mark = call
+            .args
+            .get("clock")
+            .and_then(Value::as_array)
+            .and_then(|c| {
+                let count = |i: usize| c.get(i).and_then(Value::as_u64);
+                Some(StepMark(entry.seq, count(0)?, count(1)?))
+            });
+        if let Some(mark) = mark {
+            cursor.step_mark(mark);
         }
         if call.method == "step_error" {
             let error = call
