@@ -617,14 +617,16 @@
   function notAMethod(name, key, methods) {
     const names = [];
     for (let i = 0; i < methods.length; i++) names.push(methods[i][0]);
-    const near = closest(key, names);
-    const head = `${name}.${key} is not a method of connector ${name}`;
+    // A name past 100 characters is cut in the message (and compared cut).
+    const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;
+    const near = closest(shown, names);
+    const head = `${name}.${shown} is not a method of connector ${name}`;
     if (near.length > 0) {
       const paths = near.map((m) => `${name}.${m}`);
       return new TypeErrorCtor(`${head}. Did you mean ${either(paths)}? (${SEARCH_HINT}; codemode.describe("${paths[0]}") shows its input)`);
     }
-    const shown = names.length > 12 ? `${names.slice(0, 12).join(", ")}, …` : names.join(", ");
-    const has = names.length === 0 ? "it has no methods" : `its ${names.length} method${names.length === 1 ? "" : "s"}: ${shown}`;
+    const listed = names.length > 12 ? `${names.slice(0, 12).join(", ")}, …` : names.join(", ");
+    const has = names.length === 0 ? "it has no methods" : `its ${names.length} method${names.length === 1 ? "" : "s"}: ${listed}`;
     return new TypeErrorCtor(`${head} (${has}); ${SEARCH_HINT}, codemode.describe("${name}") lists their inputs`);
   }
   function namespacePrototype(name, methods, failed) {

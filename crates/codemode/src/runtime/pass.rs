@@ -15,6 +15,7 @@ use super::park::{Open, Parked};
 use super::watch::{PassSignal, RuntimeEvent};
 use super::Runtime;
 use crate::connector::{ExecutionEndStatus, PassEndStatus};
+use crate::error_code::ErrorCode;
 use crate::executor::{ExecuteRequest, Host, HostCall, HostReply, PassEnd, SDK_NAMESPACE};
 use crate::model::{now_ms, Decision, Execution, LogEntry, Outcome, PendingAction};
 use crate::status::{note_execution, ExecutionStatus};
@@ -43,6 +44,17 @@ pub(super) struct PassHost {
     pub(super) gate: Arc<Gate>,
     /// The pass's span, the parent of its call and commit spans.
     pub(super) span: Span,
+    /// What the host threw into the code, with its code (the newest [`MAX_THROWN`]): an
+    /// uncaught error that carries one of these messages is that failure.
+    pub(super) thrown: Mutex<Vec<(ErrorCode, String)>>,
+}
+
+/// How many of the host's throws a pass keeps for coding its error.
+const MAX_THROWN: usize = 64;
+
+/// The throws a pass recorded, copied out of their lock.
+fn lock_thrown(thrown: &Mutex<Vec<(ErrorCode, String)>>) -> Vec<(ErrorCode, String)> {
+    thrown.lock().map(|t| t.clone()).unwrap_or_default()
 }
 
 /// Runs one pass of `execution` (already claimed as `running` by this node) inside `span`.
@@ -83,6 +95,7 @@ async fn run_in(
         standing,
         gate: Gate::new(inner.caps.clone()),
         span: span.clone(),
+        thrown: Mutex::new(Vec::new()),
     });
     let request = ExecuteRequest {
         code: execution.code,
@@ -148,12 +161,20 @@ async fn run_in(
             )
         }
         (Some(Stop::Fail(error)), _) | (None, PassEnd::Failed(error)) => {
-            failed(&id, error, logs, now)
+            let code = ErrorCode::of_error(&error, &lock_thrown(&host.thrown));
+            failed(&id, error, code, logs, now)
         }
-        (Some(Stop::Diverged(divergence)), _) => failed(&id, divergence.to_string(), logs, now),
+        (Some(Stop::Diverged(divergence)), _) => failed(
+            &id,
+            divergence.to_string(),
+            ErrorCode::Diverged,
+            logs,
+            now,
+        ),
         (None, PassEnd::Aborted) => failed(
             &id,
             "the sandbox stopped the pass without a reason".into(),
+            ErrorCode::Internal,
             logs,
             now,
         ),
@@ -258,11 +279,12 @@ async fn lost_claim(
             .find(|d| d.kind == crate::model::DecisionKind::Cancel);
         return Ok(match decision {
             Some(decision) => cancelled(id, decision, Vec::new()),
-            None => Outcome::Error {
-                execution_id: id.to_string(),
-                error: "the execution was cancelled".into(),
-                logs: Vec::new(),
-            },
+            None => Outcome::error(
+                id,
+                "the execution was cancelled",
+                ErrorCode::Cancelled,
+                Vec::new(),
+            ),
         });
     }
     Err(RuntimeError::AlreadyHandled {
@@ -273,29 +295,29 @@ async fn lost_claim(
 
 /// What the caller of a cancelled pass receives.
 fn cancelled(id: &str, decision: &Decision, logs: Vec<String>) -> Outcome {
-    Outcome::Error {
-        execution_id: id.to_string(),
-        error: format!(
+    Outcome::error(
+        id,
+        format!(
             "the execution was cancelled by {}; what it applied stays (roll it back to undo it)",
             decision.by
         ),
+        ErrorCode::Cancelled,
         logs,
-    }
+    )
 }
 
-fn failed(id: &str, error: String, logs: Vec<String>, now: i64) -> (Transition, Outcome) {
+fn failed(
+    id: &str,
+    error: String,
+    code: ErrorCode,
+    logs: Vec<String>,
+    now: i64,
+) -> (Transition, Outcome) {
     let error = durable_text(error);
     let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Error, now);
     t.error = Some(error.clone());
     t.logs = Some(logs.clone());
-    (
-        t,
-        Outcome::Error {
-            execution_id: id.to_string(),
-            error,
-            logs,
-        },
-    )
+    (t, Outcome::error(id, error, code, logs))
 }
 
 impl Host for PassHost {
@@ -339,11 +361,17 @@ impl PassHost {
                 return HostReply::Abort;
             }
             let answer = async {
+                let (namespace, method) = (call.namespace.clone(), call.method.clone());
                 let (ticket, reply) = if call.namespace == SDK_NAMESPACE {
                     self.sdk_call(call).await
                 } else {
                     self.connector_call(call).await
                 };
+                if let HostReply::Throw(message) = &reply {
+                    let code =
+                        ErrorCode::of_host_throw(&namespace, &method, ticket.is_some(), message);
+                    self.note_thrown(code, message);
+                }
                 match (ticket, &reply) {
                     (_, HostReply::Abort) | (None, _) => reply,
                     // The reply reaches the sandbox in its turn.
@@ -362,6 +390,16 @@ impl PassHost {
                     None => HostReply::Abort,
                 },
             }
+        }
+    }
+
+    /// Keeps what the host threw into the code, for coding the pass's error.
+    fn note_thrown(&self, code: ErrorCode, message: &str) {
+        if let Ok(mut thrown) = self.thrown.lock() {
+            if thrown.len() == MAX_THROWN {
+                thrown.remove(0);
+            }
+            thrown.push((code, message.to_string()));
         }
     }
 
