@@ -2,8 +2,8 @@
 //! elsewhere settles it, or the wait ends, so the model never has to poll.
 
 use codemode::{
-    ErrorCode,
-    Actor, EntryState, Execution, ExecutionStatus, Outcome, PendingAction, Runtime, RuntimeError,
+    Actor, EntryState, ErrorCode, Execution, ExecutionStatus, Outcome, PendingAction, Runtime,
+    RuntimeError,
 };
 use serde_json::{json, Value};
 use std::time::Duration;

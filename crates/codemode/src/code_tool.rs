@@ -298,7 +298,8 @@ impl Host for CallHost {
             if call.namespace == SDK_NAMESPACE {
                 let reply = self.sdk_call(&call);
                 if let HostReply::Throw(message) = &reply {
-                    let code = ErrorCode::of_host_throw(SDK_NAMESPACE, &call.method, false, message);
+                    let code =
+                        ErrorCode::of_host_throw(SDK_NAMESPACE, &call.method, false, message);
                     self.note_thrown(code, message);
                 }
                 return reply;

@@ -141,6 +141,9 @@ impl ErrorCode {
         {
             return code;
         }
+        if error.contains(" characters serialised; one durable value may be at most ") {
+            return ErrorCode::Limit;
+        }
         if let Some((code, _)) = thrown
             .iter()
             .rev()
@@ -272,7 +275,11 @@ mod tests {
         let retryable: Vec<_> = ERROR_CODES.iter().filter(|c| c.retryable()).collect();
         assert_eq!(
             retryable,
-            [&ErrorCode::Connector, &ErrorCode::Timeout, &ErrorCode::Internal]
+            [
+                &ErrorCode::Connector,
+                &ErrorCode::Timeout,
+                &ErrorCode::Internal
+            ]
         );
     }
 
@@ -280,16 +287,37 @@ mod tests {
     fn a_message_the_host_threw_gives_its_code_to_the_uncaught_error_that_carries_it() {
         let thrown = vec![(ErrorCode::Connector, "tasks.add failed: quota".to_string())];
         let table = [
-            ("Error: tasks.add failed: quota (line 2, column 3)", ErrorCode::Connector),
+            (
+                "Error: tasks.add failed: quota (line 2, column 3)",
+                ErrorCode::Connector,
+            ),
             ("Error: boom (line 1, column 7)", ErrorCode::Thrown),
-            ("Uncaught \"no\" (throw an Error to get a line number)", ErrorCode::Thrown),
+            (
+                "Uncaught \"no\" (throw an Error to get a line number)",
+                ErrorCode::Thrown,
+            ),
             ("Error: Memory limit: faked by the code", ErrorCode::Thrown),
-            ("Memory limit: the code used more than 64 MiB", ErrorCode::Memory),
-            ("SyntaxError: unexpected token (line 1, column 2)", ErrorCode::Syntax),
-            ("ReferenceError: taks is not defined (line 1, column 1); did you mean tasks?", ErrorCode::NotFound),
+            (
+                "Memory limit: the code used more than 64 MiB",
+                ErrorCode::Memory,
+            ),
+            (
+                "SyntaxError: unexpected token (line 1, column 2)",
+                ErrorCode::Syntax,
+            ),
+            (
+                "ReferenceError: taks is not defined (line 1, column 1); did you mean tasks?",
+                ErrorCode::NotFound,
+            ),
             ("ReferenceError: x is not initialized", ErrorCode::Thrown),
-            ("TypeError: a function at .f cannot leave the sandbox: x", ErrorCode::Unserializable),
-            ("Error: connector t failed to start: sign in", ErrorCode::Unavailable),
+            (
+                "TypeError: a function at .f cannot leave the sandbox: x",
+                ErrorCode::Unserializable,
+            ),
+            (
+                "Error: connector t failed to start: sign in",
+                ErrorCode::Unavailable,
+            ),
         ];
         for (error, code) in table {
             assert_eq!(ErrorCode::of_error(error, &thrown), code, "{error}");
@@ -300,11 +328,41 @@ mod tests {
     fn host_throws_are_coded_by_where_they_came_from() {
         let table = [
             ("tasks", "add", true, "quota exceeded", ErrorCode::Connector),
-            ("tasks", "add", true, "tasks.add did not answer within 50 ms", ErrorCode::Timeout),
-            ("tasks", "add", false, "tasks.add: invalid input: x", ErrorCode::Schema),
-            ("tasks", "ad", false, "tasks.ad is not a method of connector tasks", ErrorCode::NotFound),
-            ("t", "x", false, "connector t failed to start: sign in", ErrorCode::Unavailable),
-            ("codemode", "search", false, "codemode.search(query) needs a string query", ErrorCode::Schema),
+            (
+                "tasks",
+                "add",
+                true,
+                "tasks.add did not answer within 50 ms",
+                ErrorCode::Timeout,
+            ),
+            (
+                "tasks",
+                "add",
+                false,
+                "tasks.add: invalid input: x",
+                ErrorCode::Schema,
+            ),
+            (
+                "tasks",
+                "ad",
+                false,
+                "tasks.ad is not a method of connector tasks",
+                ErrorCode::NotFound,
+            ),
+            (
+                "t",
+                "x",
+                false,
+                "connector t failed to start: sign in",
+                ErrorCode::Unavailable,
+            ),
+            (
+                "codemode",
+                "search",
+                false,
+                "codemode.search(query) needs a string query",
+                ErrorCode::Schema,
+            ),
             ("codemode", "step", true, "Error: boom", ErrorCode::Thrown),
         ];
         for (namespace, method, logged, message, code) in table {

@@ -63,8 +63,7 @@ pub fn closest<'a>(wanted: &str, names: &[&'a str]) -> Vec<&'a str> {
             let limit = (w.len().max(n.len()) / 3).max(1);
             let mut d = distance(&w, &n, limit);
             let contains = |a: &[char], b: &[char]| a.windows(b.len()).any(|x| x == b);
-            if d > limit && w.len() >= 4 && n.len() >= 4 && (contains(&n, &w) || contains(&w, &n))
-            {
+            if d > limit && w.len() >= 4 && n.len() >= 4 && (contains(&n, &w) || contains(&w, &n)) {
                 d = limit;
             }
             (d <= limit).then_some((d, i))
@@ -149,7 +148,10 @@ mod tests {
             ("t", "x", None, Some("the server asked for sign-in"), "connector t failed to start: the server asked for sign-in".to_string()),
         ];
         for (connector, method, methods, unavailable, want) in table {
-            assert_eq!(not_a_method(connector, method, methods, &connectors, unavailable), want);
+            assert_eq!(
+                not_a_method(connector, method, methods, &connectors, unavailable),
+                want
+            );
         }
     }
 

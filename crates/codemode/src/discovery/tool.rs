@@ -126,7 +126,13 @@ impl Catalog {
             .input_schema
             .get("required")
             .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).filter(|n| is_valid_identifier(n)).take(2).collect())
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .filter(|n| is_valid_identifier(n))
+                    .take(2)
+                    .collect()
+            })
             .unwrap_or_default();
         let args = if self.connectors[method.connector].positional {
             required.join(", ")

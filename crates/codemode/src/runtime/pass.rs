@@ -164,13 +164,9 @@ async fn run_in(
             let code = ErrorCode::of_error(&error, &lock_thrown(&host.thrown));
             failed(&id, error, code, logs, now)
         }
-        (Some(Stop::Diverged(divergence)), _) => failed(
-            &id,
-            divergence.to_string(),
-            ErrorCode::Diverged,
-            logs,
-            now,
-        ),
+        (Some(Stop::Diverged(divergence)), _) => {
+            failed(&id, divergence.to_string(), ErrorCode::Diverged, logs, now)
+        }
         (None, PassEnd::Aborted) => failed(
             &id,
             "the sandbox stopped the pass without a reason".into(),
