@@ -117,6 +117,10 @@ impl ErrorCode {
             if is_call_timeout(message) {
                 return ErrorCode::Timeout;
             }
+            // An action a person rejected while approving others started with it.
+            if message.contains(") was rejected by ") && message.ends_with("; it did not run") {
+                return ErrorCode::Rejected;
+            }
             return ErrorCode::Connector;
         }
         if message.contains(" failed to start") {

@@ -48,11 +48,14 @@ The declarations above are complete; search and describe are there if you need t
 const GUIDE_DISCOVERY: &str = "
 Methods are not listed here: discover them from your code.";
 
+/// Where [`GUIDE`] shows a call of a method of the catalogue ([`Catalog::example_call`]).
+const EXAMPLE_CALL: &str = "EXAMPLE_CALL";
+
 const GUIDE: &str = "
 Methods are not listed here: discover them from your code.
 - codemode.search(query) -> { results: [{ path, description, kind, requiresApproval, score }], total, truncated }: ranked methods and saved snippets for a few words.
 - codemode.describe(target) -> { path, description, types }: TypeScript declarations for a connector, \"connector.method\", or a snippet. Read the input type before calling a method.
-- Call a method as connector.method(input), e.g. {{example}}; each takes one object and returns a promise.
+- Call a method as connector.method(input), e.g. EXAMPLE_CALL; each takes one object and returns a promise.
 - Saved snippets (kind \"snippet\") run with await codemode.run(path, input).
 A first run can search and describe; the next one calls the methods it found.
 
@@ -93,19 +96,16 @@ impl Catalog {
                 clip(reason, MAX_HINT_CHARS)
             ));
         }
+        let guide = GUIDE.replacen(EXAMPLE_CALL, &self.example_call(), 1);
         match self.inline_declarations() {
             Some(types) => {
                 out.push_str(INLINE_HEADER);
                 out.push_str(&types);
-                out.push_str(
-                    GUIDE
-                        .replacen(GUIDE_DISCOVERY, INLINE_DISCOVERY, 1)
-                        .as_str(),
-                );
+                out.push_str(&guide.replacen(GUIDE_DISCOVERY, INLINE_DISCOVERY, 1));
             }
-            None => out.push_str(GUIDE),
+            None => out.push_str(&guide),
         }
-        out.replace("{{example}}", &self.example_call())
+        out
     }
 
     /// One call of a method that exists in this catalogue, as the description shows it: a
