@@ -433,3 +433,18 @@ async fn the_description_example_calls_a_method_of_the_loaded_catalog() {
     assert!(!description.contains("github"), "{description}");
     assert!(description.contains("- calendar: unavailable, it failed to start (the server asked for sign-in); every call on it throws"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caught_error_s_stack_shows_only_the_model_s_own_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime(&dir);
+    let code =
+        "try {\n  await tasks.create_tasks({ title: 'x' });\n} catch (e) {\n  return e.stack;\n}";
+    let outcome = rt.call(code).await.unwrap();
+    let Outcome::Completed { result, .. } = outcome else {
+        panic!("{outcome:?}");
+    };
+    let stack = result.as_str().unwrap_or_default();
+    assert!(!stack.contains("sandbox.js"), "{stack}");
+    assert!(stack.contains("code.js:2"), "{stack}");
+}
