@@ -212,13 +212,13 @@ fn table() -> Vec<(&'static str, &'static str, ErrorCode, String)> {
             "a connector error not caught",
             "return await tasks.add_note({ id: 99, text: 'hi' })",
             Connector,
-            "Error: tasks.add_note failed: task 99 does not exist; list_tasks gives the ids".to_string(),
+            "Error: task 99 does not exist; list_tasks gives the ids (the failure came from tasks.add_note)".to_string(),
         ),
         (
             "a connector error caught and thrown again",
             "try {\n  return await tasks.add_note({ id: 99, text: 'hi' });\n} catch (e) {\n  throw new Error('could not add the note: ' + e.message);\n}",
             Connector,
-            "Error: could not add the note: tasks.add_note failed: task 99 does not exist; list_tasks gives the ids (line 4, column 48)".to_string(),
+            "Error: could not add the note: task 99 does not exist; list_tasks gives the ids (line 4, column 48) (the failure came from tasks.add_note)".to_string(),
         ),
         (
             "a runaway loop",

@@ -81,7 +81,6 @@ impl PassHost {
             }
             CallPlan::Rethrow(ticket, message) => {
                 call_outcome(&span, "error");
-                let message = failed_call(&call.namespace, &call.method, message);
                 return (Some(ticket), HostReply::Throw(message));
             }
             CallPlan::Await => {
@@ -410,30 +409,19 @@ fn record_locked(
             HostReply::Value(result)
         }
         Err(error) => {
-            let name = (entry.connector.clone(), entry.method.clone());
             let message = durable_text(error.0);
             cursor.add_log_bytes(message.len() as u64);
             cursor.update(seq, |entry| {
                 entry.state = EntryState::Error;
                 entry.error = Some(message.clone());
             });
-            HostReply::Throw(failed_call(&name.0, &name.1, message))
+            HostReply::Throw(message)
         }
     };
     if cursor.stop.is_some() {
         return HostReply::Abort;
     }
     reply
-}
-
-/// What the code is thrown for a failed call: the connector's message, led by the call it
-/// failed in (`tasks.add_note failed: ...`) unless it names it already.
-fn failed_call(connector: &str, method: &str, message: String) -> String {
-    let name = format!("{connector}.{method}");
-    if message.starts_with(&name) {
-        return message;
-    }
-    format!("{name} failed: {message}")
 }
 
 /// Runs one connector call within its `timeout`, if any, inside its `span`, publishing its

@@ -46,15 +46,39 @@ pub(super) struct PassHost {
     pub(super) span: Span,
     /// What the host threw into the code, with its code (the newest [`MAX_THROWN`]): an
     /// uncaught error that carries one of these messages is that failure.
-    pub(super) thrown: Mutex<Vec<(ErrorCode, String)>>,
+    pub(super) thrown: Mutex<Vec<Thrown>>,
 }
 
 /// How many of the host's throws a pass keeps for coding its error.
 const MAX_THROWN: usize = 64;
 
 /// The throws a pass recorded, copied out of their lock.
-fn lock_thrown(thrown: &Mutex<Vec<(ErrorCode, String)>>) -> Vec<(ErrorCode, String)> {
+fn lock_thrown(thrown: &Mutex<Vec<Thrown>>) -> Vec<Thrown> {
     thrown.lock().map(|t| t.clone()).unwrap_or_default()
+}
+
+/// What the host threw into the code: its code, its message, and the `connector.method` it
+/// answered (none for the SDK's own calls).
+type Thrown = (ErrorCode, String, Option<String>);
+
+/// A failed pass's error and code. An uncaught connector failure (the connector's own
+/// message, which the code's `e.message` keeps as the connector wrote it) is named by the
+/// call it came from, unless the text names it already.
+fn coded(error: String, thrown: &[Thrown]) -> (String, ErrorCode) {
+    let pairs: Vec<(ErrorCode, String)> = thrown.iter().map(|(c, m, _)| (*c, m.clone())).collect();
+    let code = ErrorCode::of_error(&error, &pairs);
+    let from = thrown.iter().rev().find(|(c, m, call)| {
+        matches!(c, ErrorCode::Connector | ErrorCode::Timeout)
+            && call.is_some()
+            && !m.is_empty()
+            && error.contains(m.as_str())
+    });
+    match from.and_then(|(_, _, call)| call.as_ref()) {
+        Some(call) if !error.contains(call.as_str()) => {
+            (format!("{error} (the failure came from {call})"), code)
+        }
+        _ => (error, code),
+    }
 }
 
 /// Runs one pass of `execution` (already claimed as `running` by this node) inside `span`.
@@ -161,7 +185,7 @@ async fn run_in(
             )
         }
         (Some(Stop::Fail(error)), _) | (None, PassEnd::Failed(error)) => {
-            let code = ErrorCode::of_error(&error, &lock_thrown(&host.thrown));
+            let (error, code) = coded(error, &lock_thrown(&host.thrown));
             failed(&id, error, code, logs, now)
         }
         (Some(Stop::Diverged(divergence)), _) => {
@@ -366,7 +390,7 @@ impl PassHost {
                 if let HostReply::Throw(message) = &reply {
                     let code =
                         ErrorCode::of_host_throw(&namespace, &method, ticket.is_some(), message);
-                    self.note_thrown(code, message);
+                    self.note_thrown(code, message, &namespace, &method);
                 }
                 match (ticket, &reply) {
                     (_, HostReply::Abort) | (None, _) => reply,
@@ -389,13 +413,15 @@ impl PassHost {
         }
     }
 
-    /// Keeps what the host threw into the code, for coding the pass's error.
-    fn note_thrown(&self, code: ErrorCode, message: &str) {
+    /// Keeps what the host threw into the code for a call of `namespace.method`, for coding
+    /// the pass's error and naming the call a connector's failure came from.
+    fn note_thrown(&self, code: ErrorCode, message: &str, namespace: &str, method: &str) {
         if let Ok(mut thrown) = self.thrown.lock() {
             if thrown.len() == MAX_THROWN {
                 thrown.remove(0);
             }
-            thrown.push((code, message.to_string()));
+            let call = (namespace != SDK_NAMESPACE).then(|| format!("{namespace}.{method}"));
+            thrown.push((code, message.to_string(), call));
         }
     }
 
