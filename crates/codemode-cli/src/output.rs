@@ -144,6 +144,7 @@ impl Printer {
                 execution_id,
                 error,
                 logs,
+                ..
             } => {
                 let mut s = String::new();
                 for l in logs {

@@ -385,6 +385,7 @@ pub async fn nul_characters_round_trip(store: Arc<dyn Store>) {
         error,
         logs,
         execution_id,
+        ..
     } = &outcome
     else {
         panic!("{outcome:?}")

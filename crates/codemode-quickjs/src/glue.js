@@ -575,6 +575,38 @@
     },
   });
 
+  // Drops this file's frames from the stack of an error the code may catch, so what it reads
+  // points at its own lines only (an error it cannot change is left as it is).
+  const GLUE_FRAME = "sandbox.js";
+  const indexOf = String.prototype.indexOf;
+  const sliceText = String.prototype.slice;
+  function ownFrames(e) {
+    try {
+      const stack = e !== null && typeof e === "object" ? e.stack : undefined;
+      if (typeof stack !== "string" || call(indexOf, stack, GLUE_FRAME) < 0) return e;
+      let kept = "";
+      for (let start = 0; start < stack.length; ) {
+        let end = call(indexOf, stack, "\n", start);
+        if (end < 0) end = stack.length;
+        const line = call(sliceText, stack, start, end);
+        if (call(indexOf, line, GLUE_FRAME) < 0) kept += line + "\n";
+        start = end + 1;
+      }
+      defineProperty(e, "stack", { value: kept, writable: true, enumerable: false, configurable: true });
+    } catch (_) {
+      // A frozen error or a hostile getter: the error stays as it was.
+    }
+    return e;
+  }
+  // The input as JSON text, or the encoding's error with this file's frames dropped.
+  function encodeInput(input) {
+    try {
+      return encode(input);
+    } catch (e) {
+      throw ownFrames(e);
+    }
+  }
+
   // A positional method: its arguments become the input object here, so the host and the
   // log see the object form; a wrong count names the signature (spelled only then: a
   // fresh context installs every method, and most are never called with a wrong count).
@@ -584,18 +616,18 @@
         let signature = "";
         for (let i = 0; i < params.length; i++) signature += (i ? ", " : "") + params[i] + (i < required ? "" : "?");
         const count = required === params.length ? `${required}` : `${required} to ${params.length}`;
-        throw new TypeErrorCtor(`${name}.${method}(${signature}) takes ${count} argument(s), got ${args.length}: pass the arguments in that order (those marked ? may be left out)`);
+        throw ownFrames(new TypeErrorCtor(`${name}.${method}(${signature}) takes ${count} argument(s), got ${args.length}: pass the arguments in that order (those marked ? may be left out)`));
       }
       const input = {};
       for (let i = 0; i < args.length; i++) {
         if (args[i] !== undefined) defineProperty(input, params[i], { value: args[i], writable: true, enumerable: true, configurable: true });
       }
-      return link.host(id, encode(input));
+      return link.host(id, encodeInput(input));
     };
   }
   function plain(id) {
     return function (args) {
-      return link.host(id, encode(args === undefined ? {} : args));
+      return link.host(id, encodeInput(args === undefined ? {} : args));
     };
   }
   // A namespace's own properties are its methods, so a call finds its method at once, as on
@@ -663,14 +695,16 @@
   function notAMethod(name, key, methods) {
     const names = [];
     for (let i = 0; i < methods.length; i++) names.push(methods[i][0]);
-    const near = closest(key, names);
-    const head = `${name}.${key} is not a method of connector ${name}`;
+    // A name past 100 characters is cut in the message (and compared cut).
+    const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;
+    const near = closest(shown, names);
+    const head = `${name}.${shown} is not a method of connector ${name}`;
     if (near.length > 0) {
       const paths = near.map((m) => `${name}.${m}`);
       return new TypeErrorCtor(`${head}. Did you mean ${either(paths)}? (${SEARCH_HINT}; codemode.describe("${paths[0]}") shows its input)`);
     }
-    const shown = names.length > 12 ? `${names.slice(0, 12).join(", ")}, …` : names.join(", ");
-    const has = names.length === 0 ? "it has no methods" : `its ${names.length} method${names.length === 1 ? "" : "s"}: ${shown}`;
+    const listed = names.length > 12 ? `${names.slice(0, 12).join(", ")}, …` : names.join(", ");
+    const has = names.length === 0 ? "it has no methods" : `its ${names.length} method${names.length === 1 ? "" : "s"}: ${listed}`;
     return new TypeErrorCtor(`${head} (${has}); ${SEARCH_HINT}, codemode.describe("${name}") lists their inputs`);
   }
   function namespacePrototype(name, methods, failed) {
@@ -681,11 +715,11 @@
         if (typeof key === "symbol" || key in target || probed[key] === true) return reflectGet(target, key, receiver);
         if (failed !== undefined) {
           return function unavailable() {
-            throw new ErrorCtor(`connector ${name} failed to start: ${failed}`);
+            throw ownFrames(new ErrorCtor(`connector ${name} failed to start: ${failed}`));
           };
         }
         return function missing() {
-          throw notAMethod(name, key, methods);
+          throw ownFrames(notAMethod(name, key, methods));
         };
       },
     });

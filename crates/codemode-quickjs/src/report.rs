@@ -105,6 +105,14 @@ pub fn describe<'js>(
             .and_then(|f| f.call::<_, String>((thrown.clone(),)).ok())
             .unwrap_or_else(|| "a non-Error value".to_string());
         let _ = ctx;
+        let shown = match shown.char_indices().nth(MAX_SHOWN_CHARS) {
+            Some((at, _)) => format!(
+                "{}… ({} characters in all)",
+                &shown[..at],
+                shown.chars().count()
+            ),
+            None => shown,
+        };
         return format!("Uncaught {shown} (throw an Error to get a line number)");
     };
     let name = get_string(object, "name").unwrap_or_else(|| "Error".to_string());
@@ -136,8 +144,20 @@ pub fn describe<'js>(
             None => format!("{name}: {message}{position}; {help}"),
         };
     }
+    if name == "TypeError"
+        && message.starts_with("cannot read property ")
+        && (message.ends_with(" of undefined") || message.ends_with(" of null"))
+    {
+        return format!("{name}: {message}{position}; {UNDEFINED_HELP}");
+    }
     format!("{name}: {message}{position}")
 }
+
+/// The most characters of a thrown value that is not an `Error` the message shows.
+const MAX_SHOWN_CHARS: usize = 1_000;
+
+/// What a read of a property of `undefined` most often means in model code.
+const UNDEFINED_HELP: &str = "the value before it is undefined: check the field name against the type codemode.describe(\"connector.method\") shows, and that every connector call is awaited";
 
 #[cfg(test)]
 mod tests {

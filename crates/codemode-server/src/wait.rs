@@ -2,7 +2,8 @@
 //! elsewhere settles it, or the wait ends, so the model never has to poll.
 
 use codemode::{
-    Actor, EntryState, Execution, ExecutionStatus, Outcome, PendingAction, Runtime, RuntimeError,
+    Actor, EntryState, ErrorCode, Execution, ExecutionStatus, Outcome, PendingAction, Runtime,
+    RuntimeError,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -101,11 +102,12 @@ pub fn outcome_of(e: &Execution) -> Option<Outcome> {
             result: e.result.clone().unwrap_or(Value::Null),
             logs: e.logs.clone(),
         }),
-        ExecutionStatus::Error => Some(Outcome::Error {
+        ExecutionStatus::Error => Some(Outcome::error(
             execution_id,
-            error: e.error.clone().unwrap_or_default(),
-            logs: e.logs.clone(),
-        }),
+            e.error.clone().unwrap_or_default(),
+            ErrorCode::of_execution(e).unwrap_or_default(),
+            e.logs.clone(),
+        )),
         ExecutionStatus::Paused => Some(Outcome::Paused {
             execution_id,
             pending: pending_of(e),
@@ -128,6 +130,10 @@ pub fn state_json(e: &Execution) -> Value {
             .clone()
             .unwrap_or_else(|| format!("the execution ended {}", status_name(e.status)));
         v["error"] = Value::String(error);
+        if let Some(code) = ErrorCode::of_execution(e) {
+            v["code"] = json!(code);
+            v["retryable"] = json!(code.retryable());
+        }
         if !e.logs.is_empty() {
             v["logs"] = json!(e.logs);
         }

@@ -289,6 +289,41 @@ async fn a_start_failure_holds_no_secret() {
     let err = err.to_string();
     assert!(err.contains("connectors.gh"), "{err}");
     assert!(!err.contains("s3cr3t-t0ken-value"), "{err}");
+
+    // Started into a runtime, the connector is a global whose calls say why it failed, and
+    // the tool description lists it as unavailable: neither holds the secret.
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        std::sync::Arc::new(codemode_sqlite::SqliteStore::open(dir.path().join("c.db")).unwrap());
+    let executor = std::sync::Arc::new(codemode_quickjs::QuickJsExecutor::default());
+    let started = codemode_server::start_connectors(
+        &kinds,
+        &[config.connectors["gh"].clone()],
+        &HostResources::new(),
+        codemode::Runtime::builder(store, executor),
+    )
+    .await;
+    assert_eq!(started.failed.len(), 1);
+    let runtime = started.builder.build().unwrap();
+    let description = runtime.tool().description;
+    assert!(
+        description.contains("- gh: unavailable, it failed to start (connectors.gh"),
+        "{description}"
+    );
+    assert!(!description.contains("s3cr3t-t0ken-value"), "{description}");
+    let outcome = runtime
+        .call("return await gh.list_repos({})")
+        .await
+        .unwrap();
+    let codemode::Outcome::Error { error, code, .. } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        error.starts_with("Error: connector gh failed to start: connectors.gh"),
+        "{error}"
+    );
+    assert!(!error.contains("s3cr3t-t0ken-value"), "{error}");
+    assert_eq!(code, codemode::ErrorCode::Unavailable);
 }
 
 #[test]

@@ -156,11 +156,29 @@ async fn mcp_initializes_lists_the_one_tool_and_calls_it() {
     );
     assert_eq!(result["structuredContent"]["result"], 2, "{called}");
 
-    // The run is the runtime's like any other: the control API lists it.
+    // An error reaches the model with its stable code and whether a retry may help, in the
+    // structured content and in the text.
+    let failed = rpc(&mcp(
+        &app,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 5,
+        "method": "tools/call", "params": {"name": "codemode",
+        "arguments": {"code": "return await notes.lst({})"}}}),
+    )
+    .await);
+    let result = &failed["result"];
+    assert_eq!(result["isError"], true, "{failed}");
+    assert_eq!(result["structuredContent"]["code"], "NOT_FOUND", "{failed}");
+    assert_eq!(result["structuredContent"]["retryable"], false, "{failed}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("\"code\":\"NOT_FOUND\""), "{text}");
+    assert!(text.contains("Did you mean notes.list?"), "{text}");
+
+    // The runs are the runtime's like any other: the control API lists them.
     let list = Call::new("GET", "/api/executions").send(&app).await;
     assert_eq!(
         list.body.as_array().map(Vec::len),
-        Some(1),
+        Some(2),
         "{:?}",
         list.body
     );

@@ -35,6 +35,7 @@
 use crate::connector::{CallContext, Connector, ExecutionEndStatus, PassEndStatus};
 use crate::discovery::{Catalog, ConnectorInfo, DescribeOutput, SearchOutput, ToolDefinition};
 use crate::error::RuntimeError;
+use crate::error_code::ErrorCode;
 use crate::executor::SDK_NAMESPACE;
 use crate::executor::{ExecuteRequest, Executor, Host, HostCall, HostReply, PassEnd};
 use crate::runtime::registry::Registry;
@@ -61,6 +62,12 @@ pub enum CodeOutcome {
     Error {
         /// What went wrong and where, in the model's own lines.
         error: String,
+        /// What kind of failure it was.
+        #[serde(default)]
+        code: ErrorCode,
+        /// Whether running the same code again may succeed (`code`'s answer).
+        #[serde(default)]
+        retryable: bool,
         /// Console output.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         logs: Vec<String>,
@@ -198,13 +205,15 @@ impl CodeTool {
             tool: self.clone(),
             call_id: call_id.clone(),
             next_seq: AtomicU64::new(0),
+            thrown: std::sync::Mutex::new(Vec::new()),
         });
         let request = ExecuteRequest {
             code: code.to_string(),
             namespaces: inner.registry.namespaces(),
             clock: Default::default(),
         };
-        let result = inner.executor.execute(request, host).await;
+        let result = inner.executor.execute(request, host.clone()).await;
+        let thrown = host.thrown.lock().map(|t| t.clone()).unwrap_or_default();
         let mut logs = result.logs;
         let outcome = match result.end {
             PassEnd::Returned(value) => {
@@ -213,9 +222,19 @@ impl CodeTool {
                 logs.extend(note);
                 CodeOutcome::Completed { result, logs }
             }
-            PassEnd::Failed(error) => CodeOutcome::Error { error, logs },
+            PassEnd::Failed(error) => {
+                let code = ErrorCode::of_error(&error, &thrown);
+                CodeOutcome::Error {
+                    error,
+                    code,
+                    retryable: code.retryable(),
+                    logs,
+                }
+            }
             PassEnd::Aborted => CodeOutcome::Error {
                 error: "the sandbox stopped the code without a reason".into(),
+                code: ErrorCode::Internal,
+                retryable: ErrorCode::Internal.retryable(),
                 logs,
             },
         };
@@ -270,13 +289,21 @@ struct CallHost {
     tool: CodeTool,
     call_id: String,
     next_seq: AtomicU64,
+    /// What the host threw into the code, with its code.
+    thrown: std::sync::Mutex<Vec<(ErrorCode, String)>>,
 }
 
 impl Host for CallHost {
     fn call(&self, call: HostCall) -> BoxFuture<'_, HostReply> {
         Box::pin(async move {
             if call.namespace == SDK_NAMESPACE {
-                return self.sdk_call(&call);
+                let reply = self.sdk_call(&call);
+                if let HostReply::Throw(message) = &reply {
+                    let code =
+                        ErrorCode::of_host_throw(SDK_NAMESPACE, &call.method, false, message);
+                    self.note_thrown(code, message);
+                }
+                return reply;
             }
             self.connector_call(call).await
         })
@@ -287,12 +314,12 @@ impl CallHost {
     async fn connector_call(&self, call: HostCall) -> HostReply {
         let registry = &self.tool.inner.registry;
         let Some((registered, tool)) = registry.tool(&call.namespace, &call.method) else {
-            return HostReply::Throw(format!(
-                "{}.{} is not a method; use codemode.search(...) to find one",
-                call.namespace, call.method
-            ));
+            let message = registry.not_a_method(&call.namespace, &call.method);
+            self.note_thrown(ErrorCode::NotFound, &message);
+            return HostReply::Throw(message);
         };
         if let Err(message) = tool.validate(&call.namespace, &call.args) {
+            self.note_thrown(ErrorCode::Schema, &message);
             return HostReply::Throw(message);
         }
         let ctx = CallContext {
@@ -305,7 +332,21 @@ impl CallHost {
             .await
         {
             Ok(value) => HostReply::Value(tool.shaped(&call.namespace, value)),
-            Err(error) => HostReply::Throw(error.0),
+            Err(error) => {
+                let code = ErrorCode::of_host_throw(&call.namespace, &call.method, true, &error.0);
+                self.note_thrown(code, &error.0);
+                HostReply::Throw(error.0)
+            }
+        }
+    }
+
+    /// Keeps what the host threw into the code (the newest 64), for coding the call's error.
+    fn note_thrown(&self, code: ErrorCode, message: &str) {
+        if let Ok(mut thrown) = self.thrown.lock() {
+            if thrown.len() == 64 {
+                thrown.remove(0);
+            }
+            thrown.push((code, message.to_string()));
         }
     }
 

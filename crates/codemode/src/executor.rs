@@ -142,7 +142,10 @@ pub trait Host: Send + Sync {
 pub enum PassEnd {
     /// The code returned this value (`undefined` as `null`).
     Returned(Value),
-    /// The code threw, did not parse, or hit a limit; the message says what and where.
+    /// The code threw, did not parse, or hit a limit; the message says what and where. A
+    /// thrown error begins with its name (`TypeError: ...`) or `Uncaught`; a limit the
+    /// executor enforces begins with the fixed form [`crate::ErrorCode`] reads
+    /// (`Time limit:`, `Memory limit:`, `Console limit:`, `Stack limit:`).
     Failed(String),
     /// The host answered [`HostReply::Abort`]; the pass stopped there.
     Aborted,

@@ -24,6 +24,7 @@ pub mod code_tool;
 pub mod connector;
 pub mod discovery;
 pub mod error;
+pub mod error_code;
 pub mod executor;
 pub mod files;
 pub mod glob;
@@ -45,6 +46,7 @@ pub use connector::{
     CallContext, Connector, ExecutionEndStatus, PassEndStatus, ReplayPolicy, ToolError, ToolSpec,
 };
 pub use error::RuntimeError;
+pub use error_code::{ErrorCode, ERROR_CODES};
 pub use executor::{
     ExecuteRequest, ExecuteResult, Executor, Host, HostCall, HostReply, Namespace, PassEnd,
     SDK_NAMESPACE,

@@ -1,5 +1,6 @@
 //! The records the runtime keeps and the outcomes it returns.
 
+use crate::error_code::ErrorCode;
 use crate::status::{EntryState, ExecutionStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -372,6 +373,12 @@ pub enum Outcome {
         execution_id: String,
         /// What went wrong and how to fix it.
         error: String,
+        /// What kind of failure it was.
+        #[serde(default)]
+        code: ErrorCode,
+        /// Whether running the same code again may succeed (`code`'s answer).
+        #[serde(default)]
+        retryable: bool,
         /// Console output.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         logs: Vec<String>,
@@ -379,6 +386,22 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// An error outcome of `code`, with its `retryable` answer.
+    pub fn error(
+        execution_id: impl Into<String>,
+        error: impl Into<String>,
+        code: ErrorCode,
+        logs: Vec<String>,
+    ) -> Self {
+        Outcome::Error {
+            execution_id: execution_id.into(),
+            error: error.into(),
+            code,
+            retryable: code.retryable(),
+            logs,
+        }
+    }
+
     /// The execution this outcome belongs to.
     pub fn execution_id(&self) -> &str {
         match self {

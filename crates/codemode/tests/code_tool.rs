@@ -103,9 +103,16 @@ async fn a_thrown_error_names_its_line_and_keeps_the_logs() {
     let outcome = tool
         .call("async () => {\n  console.log(\"before\");\n  throw new Error(\"boom\");\n}")
         .await;
-    let CodeOutcome::Error { error, logs } = outcome else {
+    let CodeOutcome::Error {
+        error,
+        logs,
+        code,
+        retryable,
+    } = outcome
+    else {
         panic!("expected an error, got {outcome:?}");
     };
+    assert_eq!((code, retryable), (codemode::ErrorCode::Thrown, false));
     assert!(error.contains("boom"), "{error}");
     assert!(error.contains("line 3"), "the line is missing: {error}");
     assert_eq!(logs, vec!["before".to_string()]);

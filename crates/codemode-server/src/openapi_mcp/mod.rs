@@ -135,8 +135,19 @@ impl OpenApiMcp {
                 }
                 (text, false)
             }
-            Outcome::Error { error, logs, .. } => {
-                let mut text = format!("Error: {error}");
+            Outcome::Error {
+                error,
+                code,
+                retryable,
+                logs,
+                ..
+            } => {
+                let retry = if *retryable {
+                    "running it again may succeed"
+                } else {
+                    "change the code before running it again"
+                };
+                let mut text = format!("Error: {error}\n\ncode: {code} ({retry})");
                 if !logs.is_empty() {
                     text.push_str("\n\nconsole:\n");
                     text.push_str(&logs.join("\n"));

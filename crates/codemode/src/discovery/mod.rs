@@ -6,6 +6,7 @@
 //! ([`Catalog::tool_definition`]).
 
 mod catalog;
+mod closest;
 mod describe;
 mod doc_comment;
 mod error;
@@ -19,6 +20,7 @@ mod tool;
 mod typescript;
 
 pub use catalog::{Catalog, ConnectorInfo};
+pub use closest::{clip_name, closest, not_a_method, MAX_NAME_CHARS};
 pub use describe::{DescribeKind, DescribeOptions, DescribeOutput, SDK_DECLARATIONS};
 pub use doc_comment::escape_comment;
 pub use error::DiscoveryError;

@@ -2,6 +2,7 @@
 
 use super::catalog::Catalog;
 use super::doc_comment::clip;
+use super::names::is_valid_identifier;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -47,11 +48,14 @@ The declarations above are complete; search and describe are there if you need t
 const GUIDE_DISCOVERY: &str = "
 Methods are not listed here: discover them from your code.";
 
+/// Where [`GUIDE`] shows a call of a method of the catalogue ([`Catalog::example_call`]).
+const EXAMPLE_CALL: &str = "EXAMPLE_CALL";
+
 const GUIDE: &str = "
 Methods are not listed here: discover them from your code.
 - codemode.search(query) -> { results: [{ path, description, kind, requiresApproval, score }], total, truncated }: ranked methods and saved snippets for a few words.
 - codemode.describe(target) -> { path, description, types }: TypeScript declarations for a connector, \"connector.method\", or a snippet. Read the input type before calling a method.
-- Call a method as connector.method(input), e.g. await github.list_pull_requests({ owner, repo }); each takes one object and returns a promise.
+- Call a method as connector.method(input), e.g. EXAMPLE_CALL; each takes one object and returns a promise.
 - Saved snippets (kind \"snippet\") run with await codemode.run(path, input).
 A first run can search and describe; the next one calls the methods it found.
 
@@ -92,19 +96,52 @@ impl Catalog {
                 clip(reason, MAX_HINT_CHARS)
             ));
         }
+        let guide = GUIDE.replacen(EXAMPLE_CALL, &self.example_call(), 1);
         match self.inline_declarations() {
             Some(types) => {
                 out.push_str(INLINE_HEADER);
                 out.push_str(&types);
-                out.push_str(
-                    GUIDE
-                        .replacen(GUIDE_DISCOVERY, INLINE_DISCOVERY, 1)
-                        .as_str(),
-                );
+                out.push_str(&guide.replacen(GUIDE_DISCOVERY, INLINE_DISCOVERY, 1));
             }
-            None => out.push_str(GUIDE),
+            None => out.push_str(&guide),
         }
         out
+    }
+
+    /// One call of a method that exists in this catalogue, as the description shows it: a
+    /// read-only method if there is one (else the first), with up to two of its required
+    /// input fields (`await tasks.list_tasks({ status })`).
+    pub fn example_call(&self) -> String {
+        let tool_of = |m: &super::catalog::MethodEntry| &self.connectors[m.connector].tools[m.tool];
+        let Some(method) = self
+            .methods
+            .iter()
+            .find(|m| tool_of(m).read_only)
+            .or_else(|| self.methods.first())
+        else {
+            return "await connector.method({ field })".to_string();
+        };
+        let tool = tool_of(method);
+        let required: Vec<&str> = tool
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .filter(|n| is_valid_identifier(n))
+                    .take(2)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let args = if self.connectors[method.connector].positional {
+            required.join(", ")
+        } else if required.is_empty() {
+            "{}".to_string()
+        } else {
+            format!("{{ {} }}", required.join(", "))
+        };
+        format!("await {}({args})", method.path)
     }
 
     /// Every connector's declarations when together they fit [`INLINE_DECLARATIONS_CHARS`].

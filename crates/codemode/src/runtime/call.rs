@@ -48,10 +48,7 @@ impl PassHost {
     pub(super) async fn connector_call(&self, call: HostCall) -> (Option<u64>, HostReply) {
         let inner = &self.runtime.inner;
         let Some((registered, tool)) = inner.registry.tool(&call.namespace, &call.method) else {
-            let message = format!(
-                "{}.{} is not a method; use codemode.search(...) to find one",
-                call.namespace, call.method
-            );
+            let message = inner.registry.not_a_method(&call.namespace, &call.method);
             return (None, HostReply::Throw(message));
         };
         if let Err(message) = tool.validate(&call.namespace, &call.args) {

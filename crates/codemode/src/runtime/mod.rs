@@ -558,11 +558,8 @@ impl Runtime {
         self.publish_end(id, ExecutionStatus::Error, Some(&error));
         self.pass_ended(id, PassEndStatus::Error).await;
         self.dispose(id, ExecutionEndStatus::Error).await;
-        Ok(Outcome::Error {
-            execution_id: id.to_string(),
-            error,
-            logs: Vec::new(),
-        })
+        let code = crate::ErrorCode::of_error(&error, &[]);
+        Ok(Outcome::error(id, error, code, Vec::new()))
     }
 
     /// Runs `on_pass_end` on every connector; errors are logged and ignored.

@@ -15,6 +15,7 @@ use super::park::{Open, Parked};
 use super::watch::{PassSignal, RuntimeEvent};
 use super::Runtime;
 use crate::connector::{ExecutionEndStatus, PassEndStatus};
+use crate::error_code::ErrorCode;
 use crate::executor::{ExecuteRequest, Host, HostCall, HostReply, PassEnd, SDK_NAMESPACE};
 use crate::model::{now_ms, Decision, Execution, LogEntry, Outcome, PendingAction};
 use crate::status::{note_execution, ExecutionStatus};
@@ -52,6 +53,41 @@ pub(super) struct PassHost {
     pub(super) gate: Arc<Gate>,
     /// The pass's span, the parent of its call and commit spans.
     pub(super) span: Span,
+    /// What the host threw into the code, with its code (the newest [`MAX_THROWN`]): an
+    /// uncaught error that carries one of these messages is that failure.
+    pub(super) thrown: Mutex<Vec<Thrown>>,
+}
+
+/// How many of the host's throws a pass keeps for coding its error.
+const MAX_THROWN: usize = 64;
+
+/// The throws a pass recorded, copied out of their lock.
+fn lock_thrown(thrown: &Mutex<Vec<Thrown>>) -> Vec<Thrown> {
+    thrown.lock().map(|t| t.clone()).unwrap_or_default()
+}
+
+/// What the host threw into the code: its code, its message, and the `connector.method` it
+/// answered (none for the SDK's own calls).
+type Thrown = (ErrorCode, String, Option<String>);
+
+/// A failed pass's error and code. An uncaught connector failure (the connector's own
+/// message, which the code's `e.message` keeps as the connector wrote it) is named by the
+/// call it came from, unless the text names it already.
+fn coded(error: String, thrown: &[Thrown]) -> (String, ErrorCode) {
+    let pairs: Vec<(ErrorCode, String)> = thrown.iter().map(|(c, m, _)| (*c, m.clone())).collect();
+    let code = ErrorCode::of_error(&error, &pairs);
+    let from = thrown.iter().rev().find(|(c, m, call)| {
+        matches!(c, ErrorCode::Connector | ErrorCode::Timeout)
+            && call.is_some()
+            && !m.is_empty()
+            && error.contains(m.as_str())
+    });
+    match from.and_then(|(_, _, call)| call.as_ref()) {
+        Some(call) if !error.contains(call.as_str()) => {
+            (format!("{error} (the failure came from {call})"), code)
+        }
+        _ => (error, code),
+    }
 }
 
 /// Runs one pass of `execution` (already claimed as `running` by this node) inside `span`.
@@ -98,6 +134,7 @@ async fn run_in(
         standing,
         gate: Gate::new(inner.caps.clone()),
         span: span.clone(),
+        thrown: Mutex::new(Vec::new()),
     });
     let request = ExecuteRequest {
         code: execution.code,
@@ -170,12 +207,16 @@ async fn run_in(
             )
         }
         (Some(Stop::Fail(error)), _) | (None, PassEnd::Failed(error)) => {
-            failed(&id, error, logs, now)
+            let (error, code) = coded(error, &lock_thrown(&host.thrown));
+            failed(&id, error, code, logs, now)
         }
-        (Some(Stop::Diverged(divergence)), _) => failed(&id, divergence.to_string(), logs, now),
+        (Some(Stop::Diverged(divergence)), _) => {
+            failed(&id, divergence.to_string(), ErrorCode::Diverged, logs, now)
+        }
         (None, PassEnd::Aborted) => failed(
             &id,
             "the sandbox stopped the pass without a reason".into(),
+            ErrorCode::Internal,
             logs,
             now,
         ),
@@ -282,11 +323,12 @@ async fn lost_claim(
             .find(|d| d.kind == crate::model::DecisionKind::Cancel);
         return Ok(match decision {
             Some(decision) => cancelled(id, decision, Vec::new()),
-            None => Outcome::Error {
-                execution_id: id.to_string(),
-                error: "the execution was cancelled".into(),
-                logs: Vec::new(),
-            },
+            None => Outcome::error(
+                id,
+                "the execution was cancelled",
+                ErrorCode::Cancelled,
+                Vec::new(),
+            ),
         });
     }
     Err(RuntimeError::AlreadyHandled {
@@ -297,29 +339,29 @@ async fn lost_claim(
 
 /// What the caller of a cancelled pass receives.
 fn cancelled(id: &str, decision: &Decision, logs: Vec<String>) -> Outcome {
-    Outcome::Error {
-        execution_id: id.to_string(),
-        error: format!(
+    Outcome::error(
+        id,
+        format!(
             "the execution was cancelled by {}; what it applied stays (roll it back to undo it)",
             decision.by
         ),
+        ErrorCode::Cancelled,
         logs,
-    }
+    )
 }
 
-fn failed(id: &str, error: String, logs: Vec<String>, now: i64) -> (Transition, Outcome) {
+fn failed(
+    id: &str,
+    error: String,
+    code: ErrorCode,
+    logs: Vec<String>,
+    now: i64,
+) -> (Transition, Outcome) {
     let error = durable_text(error);
     let mut t = Transition::new(ExecutionStatus::Running, ExecutionStatus::Error, now);
     t.error = Some(error.clone());
     t.logs = Some(logs.clone());
-    (
-        t,
-        Outcome::Error {
-            execution_id: id.to_string(),
-            error,
-            logs,
-        },
-    )
+    (t, Outcome::error(id, error, code, logs))
 }
 
 impl Host for PassHost {
@@ -377,11 +419,17 @@ impl PassHost {
                 return HostReply::Abort;
             }
             let answer = async {
+                let (namespace, method) = (call.namespace.clone(), call.method.clone());
                 let (ticket, reply) = if call.namespace == SDK_NAMESPACE {
                     self.sdk_call(call).await
                 } else {
                     self.connector_call(call).await
                 };
+                if let HostReply::Throw(message) = &reply {
+                    let code =
+                        ErrorCode::of_host_throw(&namespace, &method, ticket.is_some(), message);
+                    self.note_thrown(code, message, &namespace, &method);
+                }
                 match (ticket, &reply) {
                     (_, HostReply::Abort) | (None, _) => reply,
                     // The reply reaches the sandbox in its turn.
@@ -406,6 +454,18 @@ impl PassHost {
                     None => HostReply::Abort,
                 },
             }
+        }
+    }
+
+    /// Keeps what the host threw into the code for a call of `namespace.method`, for coding
+    /// the pass's error and naming the call a connector's failure came from.
+    fn note_thrown(&self, code: ErrorCode, message: &str, namespace: &str, method: &str) {
+        if let Ok(mut thrown) = self.thrown.lock() {
+            if thrown.len() == MAX_THROWN {
+                thrown.remove(0);
+            }
+            let call = (namespace != SDK_NAMESPACE).then(|| format!("{namespace}.{method}"));
+            thrown.push((code, message.to_string(), call));
         }
     }
 

@@ -160,6 +160,27 @@ impl Registry {
         Some((c, c.tools.get(method)?))
     }
 
+    /// Why `connector.method` cannot be called, naming the closest existing names (or why the
+    /// connector failed to start).
+    pub fn not_a_method(&self, connector: &str, method: &str) -> String {
+        let methods: Option<Vec<&str>> = self
+            .connectors
+            .get(connector)
+            .map(|c| c.order.iter().map(String::as_str).collect());
+        let unavailable = self
+            .unavailable
+            .iter()
+            .find(|(n, _)| n == connector)
+            .map(|(_, why)| why.as_str());
+        let names: Vec<&str> = self
+            .names
+            .iter()
+            .chain(self.unavailable.iter().map(|(n, _)| n))
+            .map(String::as_str)
+            .collect();
+        crate::discovery::not_a_method(connector, method, methods.as_deref(), &names, unavailable)
+    }
+
     /// The connectors of `recorded` this registry lacks.
     pub fn missing(&self, recorded: &[String]) -> Vec<String> {
         recorded

@@ -167,11 +167,7 @@ impl Runtime {
         self.publish_end(id, ExecutionStatus::Error, Some(&error));
         self.pass_ended(id, PassEndStatus::Error).await;
         self.dispose(id, ExecutionEndStatus::Error).await;
-        Ok(Outcome::Error {
-            execution_id: id.to_string(),
-            error,
-            logs,
-        })
+        Ok(Outcome::error(id, error, crate::ErrorCode::Internal, logs))
     }
 
     /// Records the outcomes of writes a cancelled pass ran (`entries`, its last commit, which

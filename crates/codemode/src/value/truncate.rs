@@ -230,6 +230,8 @@ pub fn truncate_outcome(outcome: Outcome, options: TruncateOptions) -> Outcome {
         Outcome::Error {
             execution_id,
             error,
+            code,
+            retryable,
             logs,
         } => {
             let error_chars = js_len(&error);
@@ -237,6 +239,8 @@ pub fn truncate_outcome(outcome: Outcome, options: TruncateOptions) -> Outcome {
                 return Outcome::Error {
                     execution_id,
                     error,
+                    code,
+                    retryable,
                     logs,
                 };
             }
@@ -253,6 +257,8 @@ pub fn truncate_outcome(outcome: Outcome, options: TruncateOptions) -> Outcome {
             Outcome::Error {
                 execution_id,
                 error,
+                code,
+                retryable,
                 logs,
             }
         }
@@ -527,11 +533,7 @@ mod tests {
             last.starts_with("[codemode] result truncated to fit"),
             "{last}"
         );
-        let error = Outcome::Error {
-            execution_id: "e".into(),
-            error: "E".repeat(50_000),
-            logs: vec![],
-        };
+        let error = Outcome::error("e", "E".repeat(50_000), crate::ErrorCode::Thrown, vec![]);
         let Outcome::Error { error, .. } = truncate_outcome(error, TruncateOptions::default())
         else {
             panic!("still an error");
