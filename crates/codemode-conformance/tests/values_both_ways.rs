@@ -55,7 +55,9 @@ fn child(path: &str, key: &str) -> String {
         .chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
     if identifier {
         format!("{path}.{key}")
     } else {
@@ -90,7 +92,11 @@ impl Node {
                     .map(|i| i.as_ref().map_or(String::new(), Node::js))
                     .collect();
                 // A trailing hole needs its own comma.
-                let trailing = if matches!(items.last(), Some(None)) { "," } else { "" };
+                let trailing = if matches!(items.last(), Some(None)) {
+                    ","
+                } else {
+                    ""
+                };
                 format!("[{}{trailing}]", parts.join(", "))
             }
             Node::Object(fields) => {
@@ -134,8 +140,14 @@ impl Node {
             }),
             Node::Object(fields) => {
                 let escaped = fields.len() == 1 && TAG_KEYS.contains(&fields[0].0.as_str());
-                let at = if escaped { child(path, "$escape") } else { path.to_string() };
-                fields.iter().find_map(|(k, v)| v.step_refusal(&child(&at, k)))
+                let at = if escaped {
+                    child(path, "$escape")
+                } else {
+                    path.to_string()
+                };
+                fields
+                    .iter()
+                    .find_map(|(k, v)| v.step_refusal(&child(&at, k)))
             }
             Node::Map(entries) => entries.iter().enumerate().find_map(|(i, (k, v))| {
                 k.step_refusal(&format!("{path}.$map[{i}][0]"))
@@ -194,8 +206,14 @@ fn leaf() -> impl Strategy<Value = Node> {
         Just(Node::Null),
         any::<bool>().prop_map(Node::Bool),
         any::<f64>().prop_map(Node::Number),
-        prop::sample::select(vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, 0.1 + 0.2])
-            .prop_map(Node::Number),
+        prop::sample::select(vec![
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.0,
+            0.1 + 0.2
+        ])
+        .prop_map(Node::Number),
         "\\PC{0,8}".prop_map(Node::Text),
         any::<i128>().prop_map(Node::BigInt),
         Just(Node::HugeBigInt),
@@ -306,7 +324,11 @@ async fn round_trip(rt: &Runtime, node: &Node) -> Result<(), TestCaseError> {
         return Err(TestCaseError::fail(format!("{done:?}")));
     };
     expect(&result["step"], node.step_refusal("step(\"v\")"), "a step")?;
-    expect(&result["wire"], node.wire_refusal("args.v", false), "a connector's echo")?;
+    expect(
+        &result["wire"],
+        node.wire_refusal("args.v", false),
+        "a connector's echo",
+    )?;
     Ok(())
 }
 

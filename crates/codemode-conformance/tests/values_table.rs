@@ -102,7 +102,9 @@ async fn through_a_replay(rt: &Runtime, code: &str) -> Outcome {
 fn check_refusal(failures: &mut Vec<String>, row: &str, column: &str, cell: &str, got: &str) {
     let pattern = code(cell);
     if !matches(got, pattern, true) {
-        failures.push(format!("{row} / {column}: expected `{pattern}`, got `{got}`"));
+        failures.push(format!(
+            "{row} / {column}: expected `{pattern}`, got `{got}`"
+        ));
     }
 }
 
@@ -143,40 +145,71 @@ async fn every_row_of_the_values_table_holds() {
         // To a connector.
         let got = out["wire"].as_str().unwrap_or_default().to_string();
         if let Some(refusal) = wire.strip_prefix("refused: ") {
-            check_refusal(&mut failures, kind, "connector", refusal, got.trim_start_matches("refused: "));
+            check_refusal(
+                &mut failures,
+                kind,
+                "connector",
+                refusal,
+                got.trim_start_matches("refused: "),
+            );
         } else {
             let sent = rig.sent.lock().unwrap().first().cloned();
             let arrived = sent.as_ref().and_then(|args| args.get("v").cloned());
-            let expected = (wire != "left out").then(|| serde_json::from_str::<Value>(code(wire)).unwrap());
+            let expected =
+                (wire != "left out").then(|| serde_json::from_str::<Value>(code(wire)).unwrap());
             if got != "sent" || arrived != expected {
-                failures.push(format!("{kind} / connector: expected {expected:?}, got {got} {arrived:?}"));
+                failures.push(format!(
+                    "{kind} / connector: expected {expected:?}, got {got} {arrived:?}"
+                ));
             }
         }
         // A step, replayed.
         let got = out["step"].as_str().unwrap_or_default();
         if let Some(refusal) = step.strip_prefix("refused: ") {
-            check_refusal(&mut failures, kind, "step", refusal, got.trim_start_matches("refused: "));
+            check_refusal(
+                &mut failures,
+                kind,
+                "step",
+                refusal,
+                got.trim_start_matches("refused: "),
+            );
         } else if !step.starts_with("same") || got != "same" {
             failures.push(format!("{kind} / step: expected {step}, got {got}"));
         }
         // The final result.
-        let outcome = rig.rt.call(&format!("async () => ({{ v: ({expr}) }})")).await.unwrap();
+        let outcome = rig
+            .rt
+            .call(&format!("async () => ({{ v: ({expr}) }})"))
+            .await
+            .unwrap();
         match (result.strip_prefix("refused: "), outcome) {
             (Some(refusal), Outcome::Error { error, .. }) => {
                 if !matches(&error, code(refusal), false) {
-                    failures.push(format!("{kind} / result: expected `{}`, got `{error}`", code(refusal)));
+                    failures.push(format!(
+                        "{kind} / result: expected `{}`, got `{error}`",
+                        code(refusal)
+                    ));
                 }
             }
             (None, Outcome::Completed { result: value, .. }) => {
-                let expected = (result != "left out").then(|| serde_json::from_str::<Value>(code(result)).unwrap());
+                let expected = (result != "left out")
+                    .then(|| serde_json::from_str::<Value>(code(result)).unwrap());
                 if value.get("v").cloned() != expected {
-                    failures.push(format!("{kind} / result: expected {expected:?}, got {value}"));
+                    failures.push(format!(
+                        "{kind} / result: expected {expected:?}, got {value}"
+                    ));
                 }
             }
-            (_, other) => failures.push(format!("{kind} / result: expected {result}, got {other:?}")),
+            (_, other) => {
+                failures.push(format!("{kind} / result: expected {result}, got {other:?}"))
+            }
         }
     }
-    assert!(failures.is_empty(), "rows that do not hold:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "rows that do not hold:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,18 +245,29 @@ async fn every_row_of_the_connector_table_holds() {
   await probe.gate({{}});
   return ok;
 }}"#,
-            expr = if seen.starts_with("fails: ") { "null" } else { code(seen) }
+            expr = if seen.starts_with("fails: ") {
+                "null"
+            } else {
+                code(seen)
+            }
         );
         let outcome = through_a_replay(&rig.rt, &program).await;
         match (seen.strip_prefix("fails: "), outcome) {
             (Some(failure), Outcome::Error { error, .. }) => {
                 if !matches(&error, code(failure), false) {
-                    failures.push(format!("{returned}: expected `{}`, got `{error}`", code(failure)));
+                    failures.push(format!(
+                        "{returned}: expected `{}`, got `{error}`",
+                        code(failure)
+                    ));
                 }
             }
             (None, Outcome::Completed { result, .. }) if result == json!(true) => {}
             (_, other) => failures.push(format!("{returned}: expected {seen}, got {other:?}")),
         }
     }
-    assert!(failures.is_empty(), "rows that do not hold:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "rows that do not hold:\n{}",
+        failures.join("\n")
+    );
 }

@@ -83,7 +83,7 @@
     for (let i = 1; i < last; i++) {
       // A path past 16 steps shows its first and last 6.
       if (last > 17 && i === 7) {
-        out += `…(${last - 13} levels)…`;
+        out += `…(${last - 13} more)…`;
         i = last - 7;
         continue;
       }
@@ -269,8 +269,9 @@
     return true;
   }
   function bigintOf(text) {
-    if (text.length > MAX_BIGINT_DIGITS + 1) {
-      throw new RangeErrorCtor(`a value holds {"$bigint": ...} of ${text.length} characters; at most ${MAX_BIGINT_DIGITS} digits become a BigInt: send so large a number as a hexadecimal string and convert it with BigInt("0x" + text)`);
+    const digits = text.length - (text[0] === "-" ? 1 : 0);
+    if (digits > MAX_BIGINT_DIGITS) {
+      throw new RangeErrorCtor(`a value holds {"$bigint": ...} of ${digits} digits; at most ${MAX_BIGINT_DIGITS} digits become a BigInt: send so large a number as a hexadecimal string and convert it with BigInt("0x" + text)`);
     }
     return BigIntCtor(text);
   }
