@@ -420,16 +420,16 @@
 
   install(sdkName, {
     search(query) {
-      return link.host(sdk.search, values.encodeWire({ query }, "input", "codemode.search"));
+      return link.host(sdk.search, values.encodeWire({ query }, "arguments", "codemode.search"));
     },
     describe(target, options) {
-      return link.host(sdk.describe, values.encodeWire(options === undefined ? { target } : { target, options }, "input", "codemode.describe"));
+      return link.host(sdk.describe, values.encodeWire(options === undefined ? { target } : { target, options }, "arguments", "codemode.describe"));
     },
     async step(name, fn) {
       if (typeof fn !== "function") {
         throw new TypeErrorCtor('codemode.step(name, fn) needs a function, for example: await codemode.step("now", () => Date.now())');
       }
-      const reply = await link.host(sdk.step, values.encodeWire({ name }, "input", "codemode.step"));
+      const reply = await link.host(sdk.step, values.encodeWire({ name }, "arguments", "codemode.step"));
       // A step's value is kept tagged, so the first pass and every replay see the same value.
       if (reply !== null && typeof reply === "object" && reply.replay === true) return values.reviveStep(reply.value);
       const seq = reply !== null && typeof reply === "object" ? reply.seq : null;
@@ -437,7 +437,7 @@
       try {
         value = await fn();
       } catch (e) {
-        await link.host(sdk.step_error, values.encodeWire({ seq, error: errorText(e) }, "input", "codemode.step"));
+        await link.host(sdk.step_error, values.encodeWire({ seq, error: errorText(e) }, "arguments", "codemode.step"));
         throw e;
       }
       let text;
@@ -447,7 +447,7 @@
         // A value that cannot be kept: its refusal is the step's error, and a replay throws
         // an Error with the same message.
         const message = e instanceof TypeErrorCtor ? StringCtor(e.message) : errorText(e);
-        await link.host(sdk.step_error, values.encodeWire({ seq, error: message }, "input", "codemode.step"));
+        await link.host(sdk.step_error, values.encodeWire({ seq, error: message }, "arguments", "codemode.step"));
         throw e;
       }
       await link.host(sdk.step_result, `{"seq":${stringify(seq)},"value":${text}}`);
@@ -456,7 +456,7 @@
     run(name, input) {
       // The executor adds the chain of snippets this call is made from, from where it is
       // made; nothing the code passes or holds takes part.
-      return link.host(sdk.run, values.encodeWire({ name, input: input === undefined ? null : input }, "input", "codemode.run"));
+      return link.host(sdk.run, values.encodeWire({ name, input: input === undefined ? null : input }, "arguments", "codemode.run"));
     },
   });
 

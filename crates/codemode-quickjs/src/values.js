@@ -8,8 +8,8 @@
 // - STEP (a codemode.step value, kept in the log): every such value tagged, so that the first
 //   pass and every replay hand the code the same value: `{"$date": iso}`, `{"$map": [[k, v]]}`…
 // - RESULT (the final result, to the model): JSON as JSON.stringify writes it (a Date is its
-//   ISO text, -0 is 0, undefined properties are left out, an undefined result is null), but
-//   what JSON would lose is tagged as in STEP.
+//   ISO text, -0 is 0, undefined is left out of objects and null in arrays and at the top),
+//   but what JSON would turn into something else (NaN, a Map, a Set…) is tagged as in STEP.
 // Every value is refused past MAX_DEPTH levels (what the log can read back) and at a cycle.
 (function (b64encode, b64decode, maxLength) {
   "use strict";
@@ -119,7 +119,7 @@
   // Encodes `value` as JSON text for `mode`; `label` names the value in errors ("args"), and
   // `target` what it is sent to ("tasks.create").
   function encode(value, mode, label, target) {
-    const verb = target === undefined ? VERB[mode] : `${VERB[mode]} (${target})`;
+    const verb = target === undefined ? VERB[mode] : target.slice(0, 9) === "codemode." ? `cannot be passed to ${target}` : `${VERB[mode]} (${target})`;
     // The objects being written, outermost first: what is written (the replacer's `this`
     // when it writes their members), the code's own object (for cycles), and its key.
     const holders = [];
@@ -167,6 +167,8 @@
               if (hole) here("a hole of a sparse array", "fill it with null (Array.from(list, x => x ?? null)) or leave it out");
               here("undefined in an array", "JSON has none (it would arrive as null): use null, or leave it out with .filter(x => x !== undefined)");
             }
+            // The model reads `null` there, as JSON has it.
+            if (mode === RESULT) return null;
             return descend(hole ? { $hole: 0 } : { $undefined: 0 }, raw, key);
           }
           if (mode === STEP) return descend({ $undefined: 0 }, raw, key);
@@ -217,7 +219,10 @@
         return descend(raw, raw, key);
       }
       if (proto === ArrayProto) {
-        if (raw.length > maxLength) here(`an array of length ${raw.length}`, `no array that fits in the memory limit is longer than ${maxLength}; pass the indexes that exist (Object.keys)`);
+        if (raw.length > maxLength) {
+          const path = holders.length === 0 ? label : pathText(label, holders, names, holders.length, key);
+          throw new RangeErrorCtor(`${path}: an array of length ${raw.length} was refused: no array that fits in the memory limit is longer than ${maxLength}, and writing this one would loop that many times in one step; pass the indexes that exist (Object.keys)`);
+        }
         return descend(raw, raw, key);
       }
       if (raw instanceof U8) return descend({ $bytes: b64encode(raw) }, raw, key);

@@ -189,3 +189,12 @@ async fn a_value_nested_ten_thousand_deep_is_refused_with_its_path() {
         assert!(message.contains("flatten it"), "{message}");
     }
 }
+
+#[tokio::test]
+async fn the_sdk_names_itself_where_a_value_cannot_be_passed() {
+    let message = failure(&run("async () => codemode.run('report', { when: new Map() })").await);
+    assert!(
+        message.starts_with("TypeError: arguments.input.when: a Map cannot be passed to codemode.run; convert it with Object.fromEntries(map)"),
+        "{message}"
+    );
+}
