@@ -233,7 +233,10 @@ async fn bigint_and_bytes_round_trip_through_the_host() {
 async fn values_that_are_not_json_give_clear_errors() {
     let cases = [
         ("async () => () => 1", "function"),
-        ("async () => ({ f() {} })", "result.f: a function cannot be returned"),
+        (
+            "async () => ({ f() {} })",
+            "result.f: a function cannot be returned",
+        ),
         ("async () => Symbol('s')", "symbol"),
         (
             "async () => { const a = {}; a.self = a; return a; }",
