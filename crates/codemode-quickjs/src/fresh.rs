@@ -13,7 +13,14 @@ use crate::memory::MemoryGauge;
 use crate::options::QuickJsOptions;
 use crate::values::{decode_bytes, encode_bytes};
 
-const GLUE: &str = include_str!("glue.js");
+/// The glue script, with the value encoding (`values.js`) handed to it as `makeValues`.
+const GLUE: &str = concat!(
+    "(function (makeValues) { \"use strict\"; return (",
+    include_str!("glue.js"),
+    "); })(",
+    include_str!("values.js"),
+    ")"
+);
 /// The file name of the glue script in stack traces.
 const GLUE_FILE: &str = "sandbox.js";
 /// Where a fresh context keeps the compiled glue until the pass takes it (before any model code).

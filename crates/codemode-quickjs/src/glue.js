@@ -3,39 +3,24 @@
 // (then, when the connectors are known ahead, or by the pass). `bind`, called once by the
 // pass before the model's code, binds the host and the console sink.
 // The helpers it returns stay in this closure and are not reachable from the model's code.
+// `makeValues` is values.js (fresh.rs wraps the two scripts in one).
 (function (b64encode, b64decode, sdkName, maxLength) {
   "use strict";
+  // How values cross the boundary, made before the guards below change any built-in.
+  const values = makeValues(b64encode, b64decode, maxLength);
   // The pass's host, console and clock functions: the pass cuts these links when it ends.
   const link = { host: null, sink: null, now: null, mark: null, skip: null };
   let sdk = null;
   const g = globalThis;
   const stringify = JSON.stringify;
-  const parse = JSON.parse;
   const defineProperty = Object.defineProperty;
   const freeze = Object.freeze;
-  const keys = Object.keys;
   const isArray = Array.isArray;
   const U8 = Uint8Array;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
   const StringCtor = String;
-  const BigIntCtor = BigInt;
-  const isWellFormed = String.prototype.isWellFormed;
-  const charCodeAt = String.prototype.charCodeAt;
   const call = Function.prototype.call.bind(Function.prototype.call);
-  const JSON_ONLY = "only JSON values (plus BigInt and Uint8Array) can be passed to the host or returned";
-
-  // Whether `text` is a BigInt's own decimal form ("0", "-12"), which it turns back into.
-  function canonicalBigInt(text) {
-    const start = text[0] === "-" ? 1 : 0;
-    if (text.length === start || (text[start] === "0" && text.length > 1)) return false;
-    for (let i = start; i < text.length; i++) {
-      const c = call(charCodeAt, text, i);
-      if (c < 48 || c > 57) return false;
-    }
-    return true;
-  }
-
   // Built-ins that loop in C over an array-like's `length` never poll the interrupt, so a
   // sparse array or `{length: 2**53 - 1}` would run past the time limit. No array within the
   // memory limit is longer than `maxLength` (each element takes 16 bytes), so a longer length
@@ -380,71 +365,6 @@
     JSON.stringify = wrapped;
   }
 
-  function at(key) {
-    return key === "" ? "" : ` (at key "${key}")`;
-  }
-  function loneSurrogate(what, key) {
-    return new TypeErrorCtor(`${what}${at(key)} holds a lone UTF-16 surrogate (half of a character, often left by slicing a string through an emoji), which JSON text outside the sandbox cannot carry: call .toWellFormed() on the string, or slice with Array.from(text)`);
-  }
-  function replacer(key, value) {
-    if (!call(isWellFormed, key)) throw loneSurrogate("a key", "");
-    switch (typeof value) {
-      case "string":
-        if (!call(isWellFormed, value)) throw loneSurrogate("a string", key);
-        return value;
-      case "bigint":
-        return { $bigint: StringCtor(value) };
-      case "function":
-        throw new TypeErrorCtor(`a function${at(key)} cannot leave the sandbox: ${JSON_ONLY}`);
-      case "symbol":
-        throw new TypeErrorCtor(`a symbol${at(key)} cannot leave the sandbox: ${JSON_ONLY}`);
-      case "object":
-        if (value instanceof U8) return { $bytes: b64encode(value) };
-        if (value !== null) checkJson(value);
-        return value;
-      default:
-        return value;
-    }
-  }
-  function encode(value) {
-    let text;
-    try {
-      text = stringify(value, replacer);
-    } catch (e) {
-      if (e instanceof TypeErrorCtor && StringCtor(e.message).indexOf("circular") >= 0) {
-        throw new TypeErrorCtor(`a value that contains itself (a cycle) cannot leave the sandbox: ${JSON_ONLY}`);
-      }
-      throw e;
-    }
-    return text === undefined ? "null" : text;
-  }
-  function revive(value) {
-    if (value === null || typeof value !== "object") return value;
-    if (isArray(value)) {
-      for (let i = 0; i < value.length; i++) value[i] = revive(value[i]);
-      return value;
-    }
-    const names = keys(value);
-    if (names.length === 1) {
-      const only = value[names[0]];
-      if (names[0] === "$bigint" && typeof only === "string") {
-        if (canonicalBigInt(only)) return BigIntCtor(only);
-      }
-      if (names[0] === "$bytes" && typeof only === "string") {
-        const bytes = b64decode(only);
-        if (bytes !== null) return bytes;
-      }
-    }
-    for (const name of names) {
-      const before = value[name];
-      const after = revive(before);
-      if (after !== before) defineProperty(value, name, { value: after, writable: true, enumerable: true, configurable: true });
-    }
-    return value;
-  }
-  function decode(text) {
-    return revive(parse(text));
-  }
   function lenient(key, value) {
     switch (typeof value) {
       case "bigint": return `${value}n`;
@@ -542,36 +462,47 @@
 
   install(sdkName, {
     search(query) {
-      return link.host(sdk.search, encode({ query }));
+      return link.host(sdk.search, values.encodeWire({ query }, "arguments", "codemode.search"));
     },
     describe(target, options) {
-      return link.host(sdk.describe, encode(options === undefined ? { target } : { target, options }));
+      return link.host(sdk.describe, values.encodeWire(options === undefined ? { target } : { target, options }, "arguments", "codemode.describe"));
     },
     async step(name, fn) {
       if (typeof fn !== "function") {
         throw new TypeErrorCtor('codemode.step(name, fn) needs a function, for example: await codemode.step("now", () => Date.now())');
       }
-      const reply = await link.host(sdk.step, encode({ name }));
+      const reply = await link.host(sdk.step, values.encodeWire({ name }, "arguments", "codemode.step"));
+      // A step's value is kept tagged, so the first pass and every replay see the same value.
       if (reply !== null && typeof reply === "object" && reply.replay === true) {
         if (isArray(reply.clock)) skipTo(reply.clock);
         if (typeof reply.error === "string") throw new ErrorCtor(reply.error);
-        return reply.value;
+        return values.reviveStep(reply.value);
       }
       const seq = reply !== null && typeof reply === "object" ? reply.seq : null;
-      let text;
+      let value;
       try {
-        text = encode(await fn());
+        value = await fn();
       } catch (e) {
-        await link.host(sdk.step_error, encode({ seq, error: errorText(e), clock: clockMark() }));
+        await link.host(sdk.step_error, values.encodeWire({ seq, error: errorText(e), clock: clockMark() }, "arguments", "codemode.step"));
         throw e;
       }
-      await link.host(sdk.step_result, `{"seq":${encode(seq)},"value":${text},"clock":${encode(clockMark())}}`);
-      return decode(text);
+      let text;
+      try {
+        text = values.encodeStep(value, `step(${stringify(name)})`);
+      } catch (e) {
+        // A value that cannot be kept: its refusal is the step's error, and a replay throws
+        // an Error with the same message.
+        const message = e instanceof TypeErrorCtor ? StringCtor(e.message) : errorText(e);
+        await link.host(sdk.step_error, values.encodeWire({ seq, error: message, clock: clockMark() }, "arguments", "codemode.step"));
+        throw e;
+      }
+      await link.host(sdk.step_result, `{"seq":${stringify(seq)},"value":${text},"clock":${stringify(clockMark())}}`);
+      return values.decodeStep(text);
     },
     run(name, input) {
       // The executor adds the chain of snippets this call is made from, from where it is
       // made; nothing the code passes or holds takes part.
-      return link.host(sdk.run, encode({ name, input: input === undefined ? null : input }));
+      return link.host(sdk.run, values.encodeWire({ name, input: input === undefined ? null : input }, "arguments", "codemode.run"));
     },
   });
 
@@ -598,10 +529,11 @@
     }
     return e;
   }
-  // The input as JSON text, or the encoding's error with this file's frames dropped.
-  function encodeInput(input) {
+  // The input of `name.method` as JSON text, or the encoding's error with this file's frames
+  // dropped.
+  function encodeInput(input, name, method) {
     try {
-      return encode(input);
+      return values.encodeWire(input, "args", `${name}.${method}`);
     } catch (e) {
       throw ownFrames(e);
     }
@@ -622,12 +554,12 @@
       for (let i = 0; i < args.length; i++) {
         if (args[i] !== undefined) defineProperty(input, params[i], { value: args[i], writable: true, enumerable: true, configurable: true });
       }
-      return link.host(id, encodeInput(input));
+      return link.host(id, encodeInput(input, name, method));
     };
   }
-  function plain(id) {
+  function plain(name, method, id) {
     return function (args) {
-      return link.host(id, encodeInput(args === undefined ? {} : args));
+      return link.host(id, encodeInput(args === undefined ? {} : args, name, method));
     };
   }
   // A namespace's own properties are its methods, so a call finds its method at once, as on
@@ -737,7 +669,7 @@
       const ns = create(namespacePrototype(name, methods, spec[n][2]));
       for (let m = 0; m < methods.length; m++) {
         const entry = methods[m];
-        descriptor.value = entry.length > 2 ? positional(name, entry[0], entry[1], entry[2], entry[3]) : plain(entry[1]);
+        descriptor.value = entry.length > 2 ? positional(name, entry[0], entry[1], entry[2], entry[3]) : plain(name, entry[0], entry[1]);
         defineProperty(ns, entry[0], descriptor);
       }
       install(name, ns);
@@ -752,5 +684,5 @@
     sdk = sdkIds;
   }
 
-  return { encode, revive, show, declare, bind, link };
+  return { encodeResult: values.encodeResult, reviveWire: values.reviveWire, show, declare, bind, link };
 })

@@ -550,8 +550,8 @@ impl Driver<'_> {
         bind.call::<_, ()>((host_fn, sink, sdk, now, mark, skip))?;
         Ok(Helpers {
             link: helpers.get("link")?,
-            encode: helpers.get("encode")?,
-            revive: helpers.get("revive")?,
+            encode: helpers.get("encodeResult")?,
+            revive: helpers.get("reviveWire")?,
             show: helpers.get("show")?,
         })
     }

@@ -1,11 +1,20 @@
-//! The value envelope: how BigInt and binary values cross the sandbox boundary as JSON.
+//! How values cross the sandbox boundary (the script is `values.js`; `docs/values.md` has the
+//! table of every kind of value in every direction).
 //!
-//! - a BigInt `123n` becomes `{"$bigint": "123"}`;
-//! - a `Uint8Array` becomes `{"$bytes": "<standard base64, padded>"}`.
+//! - Connector arguments and the SDK's inputs are JSON as `JSON.stringify` writes it, plus two
+//!   envelopes: a BigInt `123n` is `{"$bigint": "123"}`, a `Uint8Array` is `{"$bytes": "<standard
+//!   base64, padded>"}`. What JSON would change silently (a Map, a Set, NaN, `undefined` in an
+//!   array, a hole, another typed array, an Error, a Promise…) is refused with its path.
+//! - A connector's result enters as JSON; an object with exactly one of the two envelope keys
+//!   (and a string value) turns back into the JS value.
+//! - A `codemode.step` value and the final result are tagged JSON: `{"$date": iso}`,
+//!   `{"$map": [[k, v]]}`, `{"$set": [...]}`, `{"$number": "NaN"}`, `{"$undefined": 0}`,
+//!   `{"$hole": 0}`, `{"$error": {name, message}}`, `{"$regexp": [source, flags]}`,
+//!   `{"$Float64Array": [...]}` (each typed array by its name), `{"$escape": {...}}` for a
+//!   plain object that looks like a tag; a step's value comes back from the log as it went in.
 //!
-//! An object with exactly one of those keys (and a string value) turns back into the JS value
-//! when it enters the sandbox. Everything else is plain JSON: `undefined` becomes `null`,
-//! functions, symbols and cycles are refused with a clear error.
+//! Every way out refuses a cycle (naming both paths), nesting past [`MAX_DEPTH`], and a BigInt
+//! past [`MAX_BIGINT_DIGITS`] digits.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -16,8 +25,12 @@ pub const BIGINT_KEY: &str = "$bigint";
 pub const BYTES_KEY: &str = "$bytes";
 
 /// The deepest nesting of arrays and objects a value may have to leave the sandbox (the JSON
-/// parser's limit: 128 opening brackets are refused).
-pub const MAX_DEPTH: usize = 127;
+/// parser's limit: 128 opening brackets are refused). `values.js` keeps the same number.
+pub const MAX_DEPTH: usize = codemode::value::MAX_DURABLE_DEPTH;
+
+/// The most decimal digits a BigInt may have to cross the boundary, either way (converting
+/// one to or from text takes time quadratic in its length, in C, where no deadline reaches).
+pub const MAX_BIGINT_DIGITS: usize = 10_000;
 
 /// Parses JSON text that the sandbox wrote; `what` names the value in the error ("the
 /// result", "the arguments"), which says what was wrong and how to fix it.
@@ -28,7 +41,7 @@ pub fn parse_sandbox_json(text: &str, what: &str) -> Result<serde_json::Value, S
                 "{what} is nested more than {MAX_DEPTH} levels deep (arrays and objects inside each other); flatten it, or pass the deep part as a JSON string"
             )
         } else {
-            format!("{what} is not valid JSON ({e}); pass only JSON values, BigInt and Uint8Array")
+            format!("{what} is not valid JSON ({e}); pass only JSON values, BigInt and Uint8Array (docs/values.md)")
         }
     })
 }
@@ -66,6 +79,13 @@ mod tests {
         assert!(parse_sandbox_json(&deep(MAX_DEPTH), "the result").is_ok());
         let message = parse_sandbox_json(&deep(MAX_DEPTH + 1), "the result").unwrap_err();
         assert!(message.contains("nested more than 127 levels"), "{message}");
+    }
+
+    #[test]
+    fn the_script_keeps_the_same_limits() {
+        let script = include_str!("values.js");
+        assert!(script.contains(&format!("const MAX_DEPTH = {MAX_DEPTH};")));
+        assert!(script.contains(&format!("const MAX_BIGINT_DIGITS = {MAX_BIGINT_DIGITS};")));
     }
 
     #[test]

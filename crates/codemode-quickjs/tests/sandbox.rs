@@ -236,15 +236,18 @@ async fn bigint_and_bytes_round_trip_through_the_host() {
 async fn values_that_are_not_json_give_clear_errors() {
     let cases = [
         ("async () => () => 1", "function"),
-        ("async () => ({ f() {} })", "a function (at key \"f\")"),
+        (
+            "async () => ({ f() {} })",
+            "result.f: a function cannot be returned",
+        ),
         ("async () => Symbol('s')", "symbol"),
         (
             "async () => { const a = {}; a.self = a; return a; }",
-            "cycle",
+            "result.self: a value that contains itself (a cycle: it is result)",
         ),
         (
             "async () => { await tasks.get({ cb: () => 1 }); }",
-            "function",
+            "args.cb: a function cannot be sent to a connector (tasks.get)",
         ),
     ];
     for (code, expected) in cases {

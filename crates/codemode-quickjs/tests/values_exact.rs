@@ -79,7 +79,7 @@ async fn a_nul_character_in_the_code_is_part_of_the_string() {
 async fn a_lone_surrogate_is_refused_with_advice() {
     let message = failure(&run("async () => ({ text: '\\u{1F600}x'.slice(1) })").await);
     assert!(message.contains("lone UTF-16 surrogate"), "{message}");
-    assert!(message.contains("at key \"text\""), "{message}");
+    assert!(message.contains("result.text: "), "{message}");
     assert!(message.contains("toWellFormed"), "{message}");
     let message = failure(&run("async () => ({ ['\\ud800']: 1 })").await);
     assert!(message.contains("lone UTF-16 surrogate"), "{message}");
@@ -144,5 +144,57 @@ async fn envelopes_round_trip_and_only_canonical_ones_revive() {
         json!([
             "bigint", "bigint", "bytes", "bytes", "object", "object", "object", "object", "object"
         ])
+    );
+}
+
+#[tokio::test]
+async fn a_bigint_of_a_million_digits_is_refused_at_once_both_ways() {
+    let started = std::time::Instant::now();
+    let digits = "9".repeat(1_000_000);
+    let host = TestHost::new(move |_| HostReply::Value(json!({ "$bigint": digits.clone() })));
+    let code = "async () => { const v = await tasks.get(); return typeof v; }";
+    let message = failure(&run_with(&QuickJsExecutor::default(), code, host).await);
+    assert!(
+        message.contains("of 1000000 digits; at most 10000 digits become a BigInt"),
+        "{message}"
+    );
+    // The engine holds at most about 315,000 digits; 2n ** 1000000n is about 301,000.
+    let message = failure(&run("async () => { await tasks.get({ v: [2n ** 1000000n] }) }").await);
+    assert!(
+        message.starts_with(
+            "TypeError: args.v[0]: a BigInt of more than 10000 digits cannot be sent to a connector (tasks.get); pass it as a hexadecimal string"
+        ),
+        "{message}"
+    );
+    let value = returned(&run("async () => (2n ** 1000000n).toString(16).length").await);
+    assert_eq!(value, json!(250_001));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn a_value_nested_ten_thousand_deep_is_refused_with_its_path() {
+    let deep = "let v = 1; for (let i = 0; i < 10000; i++) v = [v];";
+    for (code, start) in [
+        (
+            format!("async () => {{ {deep} await tasks.get({{ v }}); }}"),
+            "TypeError: args.v[0][0][0][0][0]…(115 more)…[0][0][0][0][0][0]: a value nested more than 127 levels deep",
+        ),
+        (
+            format!("async () => {{ {deep} return v; }}"),
+            "The result cannot be returned: TypeError: result[0][0][0][0][0][0]…(115 more)…[0][0][0][0][0][0]: a value nested more than 127 levels deep",
+        ),
+    ] {
+        let message = failure(&run(&code).await);
+        assert!(message.starts_with(start), "{message}");
+        assert!(message.contains("flatten it"), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn the_sdk_names_itself_where_a_value_cannot_be_passed() {
+    let message = failure(&run("async () => codemode.run('report', { when: new Map() })").await);
+    assert!(
+        message.starts_with("TypeError: arguments.input.when: a Map cannot be passed to codemode.run; convert it with Object.fromEntries(map)"),
+        "{message}"
     );
 }

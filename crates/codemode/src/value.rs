@@ -12,6 +12,10 @@ pub use truncate::{
 /// The most characters one durable value may take serialised (as JavaScript counts them).
 pub const MAX_DURABLE_VALUE_CHARS: usize = 1_000_000;
 
+/// The deepest nesting of arrays and objects one durable value may have: what the stores' JSON
+/// readers take back (they refuse 128 opening brackets).
+pub const MAX_DURABLE_DEPTH: usize = 127;
+
 /// The default number of terminal executions kept.
 pub const DEFAULT_MAX_EXECUTIONS: usize = 50;
 
@@ -30,6 +34,63 @@ pub fn js_len(s: &str) -> usize {
         s.len()
     } else {
         s.encode_utf16().count()
+    }
+}
+
+/// Whether `value` nests arrays and objects more than `limit` levels deep; walks without
+/// recursion, and stops at the first level past the limit.
+pub fn nested_deeper_than(value: &Value, limit: usize) -> bool {
+    /// The members of one array or object still to visit.
+    enum Members<'a> {
+        Items(std::slice::Iter<'a, Value>),
+        Fields(serde_json::map::Values<'a>),
+    }
+    fn members(value: &Value) -> Option<Members<'_>> {
+        match value {
+            Value::Array(items) => Some(Members::Items(items.iter())),
+            Value::Object(map) => Some(Members::Fields(map.values())),
+            _ => None,
+        }
+    }
+    let Some(top) = members(value) else {
+        return false;
+    };
+    if limit == 0 {
+        return true;
+    }
+    let mut open = vec![top];
+    while let Some(current) = open.last_mut() {
+        let next = match current {
+            Members::Items(items) => items.next(),
+            Members::Fields(fields) => fields.next(),
+        };
+        match next {
+            Some(item) => {
+                if let Some(inner) = members(item) {
+                    if open.len() >= limit {
+                        return true;
+                    }
+                    open.push(inner);
+                }
+            }
+            None => {
+                open.pop();
+            }
+        }
+    }
+    false
+}
+
+/// Drops `value` without recursion, however deep it nests (dropping a value nested thousands
+/// of levels deep the usual way would overflow the stack).
+pub fn dismantle(value: Value) {
+    let mut rest = vec![value];
+    while let Some(item) = rest.pop() {
+        match item {
+            Value::Array(items) => rest.extend(items),
+            Value::Object(map) => rest.extend(map.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
     }
 }
 
@@ -67,6 +128,42 @@ mod tests {
         assert!(!canonical_eq(&json!({"a": 1}), &json!({"a": 2})));
         assert!(!canonical_eq(&json!({"a": 1}), &json!({"a": 1, "b": null})));
         assert!(!canonical_eq(&json!([1, 2]), &json!([2, 1])));
+    }
+
+    #[test]
+    fn depth_is_measured_without_recursion() {
+        // Built by moving each level in (`json!` would copy it, recursively).
+        let nest = |n: usize| {
+            let mut v = json!(1);
+            for i in 0..n {
+                v = if i % 2 == 0 {
+                    Value::Array(vec![v])
+                } else {
+                    Value::Object(std::iter::once(("k".to_string(), v)).collect())
+                };
+            }
+            v
+        };
+        for (depth, limit, deeper) in [
+            (0, 0, false),
+            (1, 0, true),
+            (1, 1, false),
+            (127, 127, false),
+            (128, 127, true),
+            (3, 2, true),
+        ] {
+            assert_eq!(
+                nested_deeper_than(&nest(depth), limit),
+                deeper,
+                "{depth} levels, limit {limit}"
+            );
+        }
+        assert!(!nested_deeper_than(&json!([[1], [2], {"a": [3]}]), 3));
+        assert!(nested_deeper_than(&json!([[1], [2], {"a": [3]}]), 2));
+        // 100,000 levels: no stack overflow, walking it or dropping it.
+        let deep = nest(100_000);
+        assert!(nested_deeper_than(&deep, MAX_DURABLE_DEPTH));
+        dismantle(deep);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! until a person decides.
 
 use super::batch::joins_batch;
-use super::cursor::{durable_text, json_size, oversized, ReplayCursor, Stop};
+use super::cursor::{durable_text, json_size, oversized, too_deep, ReplayCursor, Stop};
 use super::delivery::Wait;
 use super::finish::FinishOnDrop;
 use super::flush::{lock, Flusher};
@@ -16,7 +16,7 @@ use crate::connector::{CallContext, Connector, ReplayPolicy, ToolSpec};
 use crate::executor::{HostCall, HostReply};
 use crate::model::{Decision, LogEntry};
 use crate::status::EntryState;
-use crate::value::MAX_DURABLE_VALUE_CHARS;
+use crate::value::{dismantle, nested_deeper_than, MAX_DURABLE_DEPTH, MAX_DURABLE_VALUE_CHARS};
 use crate::ToolError;
 use futures::FutureExt;
 use serde_json::Value;
@@ -53,6 +53,10 @@ impl PassHost {
         };
         if let Err(message) = tool.validate(&call.namespace, &call.args) {
             return (None, HostReply::Throw(message));
+        }
+        if nested_deeper_than(&call.args, MAX_DURABLE_DEPTH) {
+            let what = format!("the arguments of {}.{}", call.namespace, call.method);
+            return (None, self.abort(Stop::Fail(too_deep(&what))));
         }
         let (args_bytes, size) = json_size(&call.args);
         if size > MAX_DURABLE_VALUE_CHARS {
@@ -424,6 +428,16 @@ fn record_locked(
     };
     let reply = match outcome {
         Ok(result) => {
+            // Checked first: a value this deep is not walked by anything that recurses.
+            if nested_deeper_than(&result, MAX_DURABLE_DEPTH) {
+                let what = format!(
+                    "the result of {}.{} (seq {seq})",
+                    entry.connector, entry.method
+                );
+                cursor.stop(Stop::Fail(too_deep(&what)));
+                dismantle(result);
+                return HostReply::Abort;
+            }
             let keep = if entry.ephemeral {
                 None
             } else {

@@ -6,7 +6,7 @@ use super::replay::Divergence;
 use crate::model::LogEntry;
 use crate::status::{note_entry, EntryState};
 use crate::tape::{ClockRun, ClockTape, StepMark};
-use crate::value::{js_len, MAX_DURABLE_VALUE_CHARS};
+use crate::value::{js_len, MAX_DURABLE_DEPTH, MAX_DURABLE_VALUE_CHARS};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -263,6 +263,13 @@ fn entry_bytes(entry: &LogEntry) -> u64 {
 pub(super) fn oversized(what: &str, size: usize) -> String {
     format!(
         "{what} is {size} characters serialised; one durable value may be at most {MAX_DURABLE_VALUE_CHARS}. Store the data elsewhere (a file, a bucket, a table) and pass a small reference such as its path or id"
+    )
+}
+
+/// The failure of a durable value (`what`) nested past the depth the log can read back.
+pub(super) fn too_deep(what: &str) -> String {
+    format!(
+        "{what} is nested more than {MAX_DURABLE_DEPTH} levels deep (arrays and objects inside each other), more than the log can keep; make it flatter, or pass the deep part as a JSON string"
     )
 }
 

@@ -1,14 +1,14 @@
 //! `codemode.*` calls of a pass: `step` (recorded in the log like a call, its value replayed on
 //! later passes), and `search`, `describe` and `run`, which are not in the log.
 
-use super::cursor::{durable_text, json_size, oversized, Stop};
+use super::cursor::{durable_text, json_size, oversized, too_deep, Stop};
 use super::pass::PassHost;
 use super::replay::Divergence;
 use crate::executor::{HostCall, HostReply, SDK_NAMESPACE};
 use crate::model::LogEntry;
 use crate::status::EntryState;
 use crate::tape::StepMark;
-use crate::value::{canonical_eq, MAX_DURABLE_VALUE_CHARS};
+use crate::value::{canonical_eq, nested_deeper_than, MAX_DURABLE_DEPTH, MAX_DURABLE_VALUE_CHARS};
 use serde_json::{json, Value};
 
 impl PassHost {
@@ -143,6 +143,11 @@ impl PassHost {
             entry.error = Some(error);
         } else {
             let value = call.args.get("value").cloned().unwrap_or(Value::Null);
+            if nested_deeper_than(&value, MAX_DURABLE_DEPTH) {
+                let name = entry.args["name"].as_str().unwrap_or_default().to_string();
+                cursor.stop(Stop::Fail(too_deep(&format!("the value of step {name:?}"))));
+                return (None, HostReply::Abort);
+            }
             let (bytes, size) = json_size(&value);
             if size > MAX_DURABLE_VALUE_CHARS {
                 let name = entry.args["name"].as_str().unwrap_or_default().to_string();
