@@ -2,9 +2,10 @@
 
 use super::error::DiscoveryError;
 use super::names::{check_connector_name, is_valid_identifier};
+use super::query::Query;
 use super::search::{
-    round_score, score_unindexed, Query, SearchDoc, SearchIndex, SearchKind, SearchOutput,
-    SearchResult, MAX_SEARCH_RESULTS,
+    round_score, score_unindexed, SearchDoc, SearchIndex, SearchKind, SearchOutput, SearchResult,
+    MAX_SEARCH_RESULTS,
 };
 use super::tokens::first_sentence;
 use crate::connector::ToolSpec;

@@ -1,19 +1,13 @@
 //! Ranked search over connector methods (an inverted index built once) and snippets.
 
-use super::intent::{expand, is_rewritten, operation_words, terms, verb_kind};
-use super::tokens::fold_plural;
-use super::tokens::{is_stopword, tokenize};
+use super::intent::{operation_words, terms};
+use super::query::Query;
+use super::tokens::is_stopword;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Most results one search returns.
 pub const MAX_SEARCH_RESULTS: usize = 50;
-/// Longest query read, in characters; the rest is ignored (and a note says so).
-pub const MAX_QUERY_CHARS: usize = 1_000;
-/// Most distinct query words used; the rest are ignored (and a note says so).
-pub const MAX_QUERY_WORDS: usize = 32;
-/// Queries with at most this many words must match all of them.
-const SHORT_QUERY_WORDS: usize = 3;
 
 /// Points for a query word found in the method name.
 const NAME_WEIGHT: f32 = 6.0;
@@ -140,106 +134,6 @@ pub(crate) struct SearchIndex {
     vocabulary: Vec<String>,
     postings: Vec<Vec<Posting>>,
     docs: Vec<DocStats>,
-}
-
-/// A query made ready for matching.
-pub(crate) struct Query {
-    /// The query's words as typed (folded), for notes and counts.
-    words: Vec<String>,
-    /// Per query word, the terms that match it and the factor each scores at.
-    groups: Vec<Vec<(String, f32)>>,
-    required: usize,
-    text: String,
-    /// A plural noun and no verb but reading ones ("reviews of a pull request"): lists first.
-    wants_list: bool,
-    pub note: Option<String>,
-}
-
-impl Query {
-    /// Folds the query into words, drops stopwords, and works out how many must match.
-    pub fn parse(raw: &str) -> Query {
-        let mut note = None;
-        let mut text = raw.trim();
-        if text.chars().count() > MAX_QUERY_CHARS {
-            let end = text
-                .char_indices()
-                .nth(MAX_QUERY_CHARS)
-                .map_or(text.len(), |(i, _)| i);
-            text = &text[..end];
-            note = Some(format!(
-                "the query is longer than {MAX_QUERY_CHARS} characters; only the start was used. Search with a few words."
-            ));
-        }
-        let mut words: Vec<String> = Vec::new();
-        for word in tokenize(text) {
-            if !words.contains(&word) {
-                words.push(word);
-            }
-        }
-        let content: Vec<String> = words
-            .iter()
-            .filter(|w| !is_stopword(w) || is_rewritten(w))
-            .cloned()
-            .collect();
-        if !content.is_empty() {
-            words = content;
-        }
-        if words.len() > MAX_QUERY_WORDS {
-            words.truncate(MAX_QUERY_WORDS);
-            note = Some(format!(
-                "the query has more than {MAX_QUERY_WORDS} words; only the first {MAX_QUERY_WORDS} were used. Search with a few words."
-            ));
-        }
-        if words.is_empty() {
-            note = Some(
-                "empty query: pass a few words, such as codemode.search(\"create issue\")."
-                    .to_string(),
-            );
-        }
-        let mut groups: Vec<Vec<(String, f32)>> = Vec::new();
-        for word in &words {
-            for group in expand(word) {
-                if !groups.iter().any(|g| g[0].0 == group[0].0) {
-                    groups.push(group);
-                }
-            }
-        }
-        if groups.is_empty() {
-            groups = words.iter().map(|w| vec![(w.clone(), 1.0)]).collect();
-        }
-        let required = if groups.len() <= SHORT_QUERY_WORDS {
-            groups.len()
-        } else {
-            // Long queries: half the words must match (at least three), so a model's sentence with
-            // stray words still finds the method; ranking puts fuller matches first.
-            SHORT_QUERY_WORDS.max(groups.len().div_ceil(2))
-        };
-        let raw_words: Vec<String> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect();
-        let has_plural = raw_words
-            .iter()
-            .any(|w| w.len() > 3 && fold_plural(w) != *w && verb_kind(w).is_none());
-        let only_reads = raw_words
-            .iter()
-            .filter_map(|w| verb_kind(w))
-            .all(|reads| reads);
-        Query {
-            words,
-            groups,
-            wants_list: has_plural && only_reads,
-            required,
-            text: text.to_lowercase(),
-            note,
-        }
-    }
-
-    /// Whether there is nothing to search for.
-    pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
-    }
 }
 
 /// A scored document: (index of the document, score).
@@ -526,27 +420,9 @@ mod tests {
     }
 
     #[test]
-    fn long_queries_need_most_words() {
-        let q = Query::parse("please create a new issue in the repository for me now");
-        assert!(q.required < q.words.len());
-        assert!(q.required >= SHORT_QUERY_WORDS);
-    }
-
-    #[test]
     fn prefixes_match_with_less_weight() {
         let index = SearchIndex::build([doc("repos_get", "Get a repository"), doc("repo_x", "x")]);
         let (hits, _) = index.search(&Query::parse("repo"));
         assert_eq!(hits.len(), 2);
-    }
-
-    #[test]
-    fn empty_and_huge_queries_are_notes() {
-        assert!(Query::parse("  ").note.unwrap().contains("empty query"));
-        assert!(Query::parse("!!!").is_empty());
-        let huge = "word ".repeat(10_000);
-        let q = Query::parse(&huge);
-        assert!(q.note.unwrap().contains("longer than"));
-        let many: String = (0..100).map(|i| format!("w{i} ")).collect();
-        assert_eq!(Query::parse(&many).words.len(), MAX_QUERY_WORDS);
     }
 }
