@@ -15,6 +15,8 @@ use std::sync::OnceLock;
 
 /// Longest summary kept for a method or snippet, in characters.
 pub(crate) const MAX_SUMMARY_CHARS: usize = 160;
+/// Most connector names a "nothing matched" note lists (the rest are counted).
+const MAX_NOTE_CONNECTORS: usize = 8;
 
 /// What the catalogue needs to know about one connector.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,7 +119,11 @@ impl Catalog {
             let name = &connectors[method.connector].tools[method.tool].name;
             by_method_name.entry(name.clone()).or_default().push(m);
         }
-        let index = SearchIndex::build(methods.iter().map(|m| {
+        let parameters: Vec<Vec<String>> = methods
+            .iter()
+            .map(|m| parameter_names(&connectors[m.connector].tools[m.tool].input_schema))
+            .collect();
+        let index = SearchIndex::build(methods.iter().zip(&parameters).map(|(m, parameters)| {
             let connector = &connectors[m.connector];
             let tool = &connector.tools[m.tool];
             let summary = m.summary.as_deref().unwrap_or_default();
@@ -127,6 +133,7 @@ impl Catalog {
                 name: &tool.name,
                 summary,
                 description,
+                parameters,
                 http: tool
                     .http
                     .as_ref()
@@ -185,8 +192,8 @@ impl Catalog {
     pub fn search(&self, query: &str, snippets: &[Snippet]) -> SearchOutput {
         let query = Query::parse(query);
         let mut results: Vec<(f32, SearchResult)> = Vec::new();
-        let (hits, unmatched) = self.index.search(&query);
-        for (m, score) in hits {
+        let found = self.index.search(&query);
+        for &(m, score) in &found.hits {
             let method = &self.methods[m];
             let connector = &self.connectors[method.connector];
             let tool = &connector.tools[method.tool];
@@ -205,11 +212,17 @@ impl Catalog {
         }
         for snippet in snippets {
             let summary = first_sentence(&snippet.description, MAX_SUMMARY_CHARS);
+            let parameters = snippet
+                .input_schema
+                .as_ref()
+                .map(parameter_names)
+                .unwrap_or_default();
             let doc = SearchDoc {
                 connector: "codemode",
                 name: &snippet.name,
                 summary: &summary,
                 description: &snippet.description,
+                parameters: &parameters,
                 http: None,
             };
             if let Some(score) = score_unindexed(&query, &doc) {
@@ -230,21 +243,25 @@ impl Catalog {
         results.sort_by(|(a, ra), (b, rb)| b.total_cmp(a).then_with(|| ra.path.cmp(&rb.path)));
         let total = results.len();
         let mut note = query.note.clone();
-        if total > 0 && !unmatched.is_empty() && note.is_none() {
+        if total > 0 && !found.unmatched.is_empty() && note.is_none() {
             note = Some(format!(
                 "no method mentions {}; results match the other words.",
-                unmatched
+                found
+                    .unmatched
                     .iter()
                     .map(|w| format!("{w:?}"))
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
         }
-        if total == 0 && note.is_none() {
+        if total > 0 && found.partial && note.is_none() {
             note = Some(
-                "nothing matched every word; try fewer or other words, or describe a connector to list its methods."
+                "no method matches every word; these match the most of them. Check that the first fits before calling it."
                     .to_string(),
             );
+        }
+        if total == 0 && note.is_none() {
+            note = Some(self.nothing_matched(found.weak));
         }
         SearchOutput {
             results: results
@@ -257,6 +274,52 @@ impl Catalog {
             note,
         }
     }
+}
+
+impl Catalog {
+    /// The note of a search nothing fits: which connectors were searched (at most
+    /// [`MAX_NOTE_CONNECTORS`] named), and what to try instead.
+    fn nothing_matched(&self, weak: bool) -> String {
+        let names: Vec<&str> = self.connectors.iter().map(|c| c.name.as_str()).collect();
+        let mut listed = names
+            .iter()
+            .take(MAX_NOTE_CONNECTORS)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.len() > MAX_NOTE_CONNECTORS {
+            listed.push_str(&format!(" and {} more", names.len() - MAX_NOTE_CONNECTORS));
+        }
+        let how = if weak {
+            "only stray words of long descriptions matched, so no method does what was asked"
+        } else {
+            "no method has these words or their usual synonyms"
+        };
+        let searched = match names.len() {
+            0 => "there are no connectors to search".to_string(),
+            1 => format!(
+                "searched the {} methods of connector {listed}",
+                self.methods.len()
+            ),
+            n => format!(
+                "searched the {} methods of {n} connectors: {listed}",
+                self.methods.len()
+            ),
+        };
+        let describe = names.first().map_or(String::new(), |first| {
+            format!(", or codemode.describe(\"{first}\") to list a connector's methods")
+        });
+        format!("nothing matched: {how} ({searched}). Try other words for what the method does or acts on{describe}.")
+    }
+}
+
+/// The names of a JSON Schema's top-level properties (none when it has no `properties`).
+fn parameter_names(schema: &serde_json::Value) -> Vec<String> {
+    schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 
 use super::synonyms::{FILLER, READ_VERBS, REWRITES, SYNONYMS, VERBS};
 use super::tokens::tokenize;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Folds a (lowercase, plural-folded) word to a crude stem: `-ing`, `-ed` and a final `-e` go,
 /// and a doubled last consonant is undone (`starred` → `star`). The same on both sides of a
@@ -22,6 +24,9 @@ pub(crate) fn stem(word: &str) -> String {
         w.truncate(w.len() - 3);
         stripped = true;
     } else if len > 4 && w.ends_with("ed") && !w.ends_with("eed") {
+        w.truncate(w.len() - 2);
+        stripped = true;
+    } else if len > 5 && w.ends_with("er") && !w.ends_with("eer") {
         w.truncate(w.len() - 2);
         stripped = true;
     }
@@ -56,28 +61,52 @@ pub(crate) fn expand(word: &str) -> Vec<Vec<(String, f32)>> {
     }
     let stemmed = stem(word);
     let mut out = vec![(stemmed.clone(), 1.0)];
-    let found = SYNONYMS
-        .iter()
-        .find(|(w, _)| *w == word || stem(w) == stemmed);
-    if let Some((_, synonyms)) = found {
-        for synonym in *synonyms {
-            let s = stem(synonym);
-            if !out.iter().any(|(t, _)| *t == s) {
-                out.push((s, SYNONYM_FACTOR));
+    let table = synonym_table();
+    if let Some(synonyms) = table.get(word).or_else(|| table.get(&stemmed)) {
+        for s in synonyms {
+            if !out.iter().any(|(t, _)| t == s) {
+                out.push((s.clone(), SYNONYM_FACTOR));
             }
         }
     }
     vec![out]
 }
 
+/// [`SYNONYMS`] by word and by stem (the first entry wins), their synonyms stemmed; built once.
+fn synonym_table() -> &'static HashMap<String, Vec<String>> {
+    static TABLE: OnceLock<HashMap<String, Vec<String>>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = HashMap::new();
+        for (word, synonyms) in SYNONYMS {
+            let stems: Vec<String> = synonyms.iter().map(|s| stem(s)).collect();
+            table
+                .entry(word.to_string())
+                .or_insert_with(|| stems.clone());
+            table.entry(stem(word)).or_insert(stems);
+        }
+        table
+    })
+}
+
+/// The stems of [`VERBS`], each with whether it only reads ([`READ_VERBS`]); built once.
+fn verb_table() -> &'static HashMap<String, bool> {
+    static TABLE: OnceLock<HashMap<String, bool>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let reads: Vec<String> = READ_VERBS.iter().map(|v| stem(v)).collect();
+        VERBS
+            .iter()
+            .map(|v| {
+                let s = stem(v);
+                let read = reads.contains(&s);
+                (s, read)
+            })
+            .collect()
+    })
+}
+
 /// Whether a query word (folded, unstemmed) is a verb, and whether it only reads.
 pub(crate) fn verb_kind(word: &str) -> Option<bool> {
-    let s = stem(word);
-    if VERBS.iter().any(|v| stem(v) == s) {
-        Some(READ_VERBS.iter().any(|v| stem(v) == s))
-    } else {
-        None
-    }
+    verb_table().get(&stem(word)).copied()
 }
 
 /// What an HTTP operation implies: the verbs of its method, the noun it acts on (the last

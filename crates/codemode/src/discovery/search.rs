@@ -1,6 +1,6 @@
 //! Ranked search over connector methods (an inverted index built once) and snippets.
 
-use super::intent::{operation_words, terms};
+use super::intent::{operation_words, terms, verb_kind};
 use super::query::Query;
 use super::tokens::is_stopword;
 use serde::{Deserialize, Serialize};
@@ -23,6 +23,14 @@ const RESOURCE_WEIGHT: f32 = 5.0;
 const VERB_WEIGHT: f32 = 4.0;
 /// Points for a query word in another literal segment of an HTTP operation's path.
 const PATH_WEIGHT: f32 = 2.0;
+/// Points for a query word naming one of the method's parameters (`url` of `navigate`).
+const PARAMETER_WEIGHT: f32 = 2.0;
+/// Factor on the score of a method whose description says it is deprecated, so that its
+/// replacement ranks first.
+const DEPRECATED_FACTOR: f32 = 0.6;
+/// Least score a best result needs to be an answer; below it only stray words matched (a
+/// word of some long description) and the search says plainly that nothing fits.
+const MIN_FIT_SCORE: f32 = 4.0;
 /// Factor for a query word that only starts a word of the field (`repo` in `repository`).
 const PREFIX_FACTOR: f32 = 0.6;
 /// Points for a name or summary made only of query words, scaled by the share of its words
@@ -35,6 +43,11 @@ const EXACT_NAME_BONUS: f32 = 50.0;
 const ACTION_WEIGHT: f32 = 3.0;
 /// Points for listing a collection when the query asks for a plural without another verb.
 const LIST_BONUS: f32 = 4.0;
+/// Points for a method whose own fields (not only its connector's name or the body of its
+/// description) have the query's words, scaled by the share of words that are there.
+const FOCUS_WEIGHT: f32 = 6.0;
+/// Fields that say what a method itself is, as opposed to its connector or long prose.
+const OWN_FIELDS: u8 = NAME | SUMMARY | VERB | RESOURCE | PATH | PARAMETER;
 /// Shortest query word that also matches as a prefix.
 const MIN_PREFIX_CHARS: usize = 3;
 
@@ -46,6 +59,7 @@ const CONNECTOR: u8 = 8;
 const VERB: u8 = 16;
 const RESOURCE: u8 = 32;
 const PATH: u8 = 64;
+const PARAMETER: u8 = 128;
 
 /// Whether a search result is a connector method or a saved snippet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,6 +113,8 @@ pub(crate) struct SearchDoc<'a> {
     pub name: &'a str,
     pub summary: &'a str,
     pub description: &'a str,
+    /// The names of its input's top-level properties.
+    pub parameters: &'a [String],
     /// The HTTP method and path of the operation behind the method, when there is one.
     pub http: Option<(&'a str, &'a str)>,
 }
@@ -111,7 +127,8 @@ struct Posting {
 
 #[derive(Debug, Clone)]
 struct DocStats {
-    /// Non-stopword words in the name.
+    /// Non-stopword words in the name, less those of the connector name (`browser` in
+    /// `browser.browser_click` says nothing about the method).
     name_words: u16,
     /// Non-stopword words in the summary.
     summary_words: u16,
@@ -121,6 +138,8 @@ struct DocStats {
     path: String,
     /// Whether it lists a collection (`GET` on a path ending in a literal segment).
     lists: bool,
+    /// Whether its description says it is deprecated.
+    deprecated: bool,
     /// The vocabulary entry of the name's action word (its second word: `star` in
     /// `activity_star_repo`), once the vocabulary is built.
     action: Option<usize>,
@@ -139,6 +158,19 @@ pub(crate) struct SearchIndex {
 /// A scored document: (index of the document, score).
 pub(crate) type Hit = (usize, f32);
 
+/// What [`SearchIndex::search`] found.
+#[derive(Debug, Default)]
+pub(crate) struct Matches {
+    /// The documents that fit, with scores, in no particular order.
+    pub hits: Vec<Hit>,
+    /// Query words (stemmed) that no document has.
+    pub unmatched: Vec<String>,
+    /// No document has every known word: the hits have the most of them.
+    pub partial: bool,
+    /// Some documents matched, but only through stray words, so none is given.
+    pub weak: bool,
+}
+
 impl SearchIndex {
     /// Builds the index over `docs`, in order (document ids are positions).
     pub fn build<'a>(docs: impl IntoIterator<Item = SearchDoc<'a>>) -> SearchIndex {
@@ -149,20 +181,28 @@ impl SearchIndex {
             let name_words = terms(doc.name);
             let summary_words = terms(doc.summary);
             let operation = doc.http.map(|(method, path)| operation_words(method, path));
+            let connector_words = terms(doc.connector);
             stats.push(DocStats {
-                name_words: content_count(&name_words),
+                name_words: own_count(&name_words, &connector_words),
                 summary_words: content_count(&summary_words),
                 name: doc.name.to_lowercase(),
                 path: format!("{}.{}", doc.connector, doc.name).to_lowercase(),
-                lists: operation.as_ref().is_some_and(|o| o.lists),
+                lists: operation
+                    .as_ref()
+                    .map_or_else(|| name_words.iter().any(|w| w == "list"), |o| o.lists),
+                deprecated: is_deprecated(doc.description),
                 action: None,
-                action_word: name_words.get(1).cloned(),
+                action_word: action_word(&name_words, &connector_words),
             });
             let mut fields = vec![
                 (NAME, name_words),
-                (CONNECTOR, terms(doc.connector)),
+                (CONNECTOR, connector_words),
                 (SUMMARY, summary_words),
                 (DESCRIPTION, terms(doc.description)),
+                (
+                    PARAMETER,
+                    doc.parameters.iter().flat_map(|p| terms(p)).collect(),
+                ),
             ];
             if let Some(words) = operation {
                 fields.push((VERB, words.verbs));
@@ -201,15 +241,16 @@ impl SearchIndex {
         self.docs.len()
     }
 
-    /// The documents matching `query`, with scores, in no particular order, and the query
-    /// words (stemmed) that matched no document, which are then not required.
+    /// The documents matching `query`, with scores, in no particular order.
     ///
     /// A query word matches through itself, a prefix of an indexed word, or a synonym (each
-    /// scoring less); words that match no document at all are not required.
-    pub fn search(&self, query: &Query) -> (Vec<Hit>, Vec<String>) {
+    /// scoring less); words that match no document at all are not required, and when no
+    /// document matches all the others, those matching the most of them are the answer.
+    pub fn search(&self, query: &Query) -> Matches {
         let n = self.docs.len();
+        let mut out = Matches::default();
         if query.is_empty() || n == 0 {
-            return (Vec::new(), Vec::new());
+            return out;
         }
         let mut score = vec![0f32; n];
         let mut matched = vec![0u16; n];
@@ -221,6 +262,7 @@ impl SearchIndex {
         let mut best = vec![0f32; n];
         let mut hit_fields = vec![0u8; n];
         let mut action = vec![0f32; n];
+        let mut focused = vec![0u16; n];
         let mut touched: Vec<u32> = Vec::new();
         let mut known_groups = 0;
         for group in &query.groups {
@@ -255,6 +297,7 @@ impl SearchIndex {
                 let d = d as usize;
                 score[d] += best[d];
                 matched[d] += 1;
+                focused[d] += u16::from(hit_fields[d] & OWN_FIELDS != 0);
                 in_name[d] += name_best[d];
                 in_summary[d] += summary_best[d];
                 name_best[d] = 0.0;
@@ -263,7 +306,10 @@ impl SearchIndex {
                 hit_fields[d] = 0;
             }
         }
-        let required = query.required.min(known_groups).max(1);
+        let wanted = query.required.min(known_groups).max(1);
+        let most = matched.iter().copied().max().unwrap_or(0) as usize;
+        let required = wanted.min(most).max(1);
+        out.partial = required < wanted;
         let mut hits = Vec::new();
         for d in 0..n {
             if (matched[d] as usize) < required {
@@ -275,18 +321,26 @@ impl SearchIndex {
                     * coverage(in_name[d], stats.name_words)
                         .max(coverage(in_summary[d], stats.summary_words));
             total += ACTION_WEIGHT * action[d];
+            total += FOCUS_WEIGHT * f32::from(focused[d]) / known_groups.max(1) as f32;
             if query.wants_list && stats.lists {
                 total += LIST_BONUS;
             }
             if query.text == stats.name || query.text == stats.path {
                 total += EXACT_NAME_BONUS;
             }
+            if stats.deprecated {
+                total *= DEPRECATED_FACTOR;
+            }
             hits.push((d, total));
         }
-        if known_groups == 0 {
+        let best = hits.iter().map(|(_, s)| *s).fold(0.0, f32::max);
+        if known_groups == 0 || best < MIN_FIT_SCORE {
+            out.weak = known_groups > 0 && !hits.is_empty();
             hits.clear();
         }
-        (hits, unmatched)
+        out.hits = hits;
+        out.unmatched = unmatched;
+        out
     }
 
     /// Vocabulary entries a query word matches: itself (factor 1) and words it starts (less).
@@ -304,6 +358,44 @@ impl SearchIndex {
         }
         out
     }
+}
+
+/// Distinct words of a name that are neither stopwords nor words of the connector name (all
+/// of them when that would leave none).
+fn own_count(words: &[String], connector: &[String]) -> u16 {
+    let own: Vec<String> = words
+        .iter()
+        .filter(|w| !connector.contains(w))
+        .cloned()
+        .collect();
+    if own.is_empty() {
+        content_count(words)
+    } else {
+        content_count(&own)
+    }
+}
+
+/// The word of a method name saying what it does: the first of its own words (not the
+/// connector's) when that is a verb (`move` in `move_file`, `navigate` in
+/// `browser_navigate`), else the second (`star` in `activity_star_repo`, after the namespace).
+fn action_word(name: &[String], connector: &[String]) -> Option<String> {
+    let own: Vec<&String> = name.iter().filter(|w| !connector.contains(w)).collect();
+    match own.as_slice() {
+        [first, ..] if verb_kind(first).is_some() => Some((*first).clone()),
+        [_, second, ..] => Some((*second).clone()),
+        [only] => Some((*only).clone()),
+        [] => None,
+    }
+}
+
+/// Whether a description says the method is deprecated (its first words, or a sentence
+/// starting "Deprecated").
+fn is_deprecated(description: &str) -> bool {
+    let lower = description.to_lowercase();
+    lower.starts_with("deprecated")
+        || lower.contains("deprecated:")
+        || lower.contains(". deprecated")
+        || lower.contains("(deprecated")
 }
 
 /// Distinct words of a field that are not stopwords (at least 1, to divide by).
@@ -327,6 +419,7 @@ fn field_points(fields: u8) -> f32 {
         (VERB, VERB_WEIGHT),
         (CONNECTOR, CONNECTOR_WEIGHT),
         (PATH, PATH_WEIGHT),
+        (PARAMETER, PARAMETER_WEIGHT),
         (DESCRIPTION, DESCRIPTION_WEIGHT),
     ]
     .iter()
@@ -346,6 +439,10 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
         (NAME, &name),
         (SUMMARY, &summary),
         (DESCRIPTION, &terms(doc.description)),
+        (
+            PARAMETER,
+            &doc.parameters.iter().flat_map(|p| terms(p)).collect(),
+        ),
     ];
     let mut total = 0.0;
     let mut matched = 0;
@@ -404,6 +501,7 @@ mod tests {
             name,
             summary,
             description: "",
+            parameters: &[],
             http: None,
         }
     }
@@ -414,15 +512,14 @@ mod tests {
             doc("issues_create", "Create an issue"),
             doc("issues_list", "List issues"),
         ]);
-        let (hits, _) = index.search(&Query::parse("create issue"));
-        assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0].0, 0);
+        let found = index.search(&Query::parse("create issue"));
+        assert_eq!(found.hits.len(), 1);
+        assert_eq!(found.hits[0].0, 0);
     }
 
     #[test]
     fn prefixes_match_with_less_weight() {
         let index = SearchIndex::build([doc("repos_get", "Get a repository"), doc("repo_x", "x")]);
-        let (hits, _) = index.search(&Query::parse("repo"));
-        assert_eq!(hits.len(), 2);
+        assert_eq!(index.search(&Query::parse("repo")).hits.len(), 2);
     }
 }
