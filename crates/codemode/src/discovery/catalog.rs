@@ -188,7 +188,11 @@ impl Catalog {
     ///
     /// Words are split at camelCase, `_`, `.`, `/`, `-` and spaces. A word in the method name
     /// counts more than one in the summary, which counts more than one in the description.
-    /// Queries of up to three words must match all of them; longer ones at least half (and three).
+    /// Parameter names count as well, and a word also matches its stem, its prefix and its usual
+    /// synonyms (`folder` → `directory`), each for less. Queries of up to three words must match
+    /// all of them, longer ones at least half (and three); when no method does, those matching
+    /// the most are given, with a note. When nothing fits, the note says so and names the
+    /// connectors searched.
     pub fn search(&self, query: &str, snippets: &[Snippet]) -> SearchOutput {
         let query = Query::parse(query);
         let mut results: Vec<(f32, SearchResult)> = Vec::new();
@@ -360,6 +364,87 @@ mod tests {
             dup_tool,
             Err(DiscoveryError::DuplicateTool { .. })
         ));
+    }
+
+    fn with_parameters(name: &str, description: &str, parameters: &[&str]) -> ToolSpec {
+        let mut t = tool(name, description);
+        let properties: serde_json::Map<String, serde_json::Value> = parameters
+            .iter()
+            .map(|p| (p.to_string(), serde_json::json!({"type": "string"})))
+            .collect();
+        t.input_schema = serde_json::json!({"type": "object", "properties": properties});
+        t
+    }
+
+    #[test]
+    fn intent_over_small_servers() {
+        let catalog = Catalog::new(vec![
+            ConnectorInfo::new(
+                "files",
+                vec![
+                    tool("list_directory", "Get a listing of files and directories."),
+                    tool("edit_file", "Make line-based edits to a text file."),
+                    tool("read_file", "Read a file. DEPRECATED: use read_text_file."),
+                    tool("read_text_file", "Read a file as text."),
+                ],
+            ),
+            ConnectorInfo::new(
+                "web",
+                vec![
+                    with_parameters("web_navigate", "Navigate to a URL.", &["url"]),
+                    with_parameters("web_click", "Perform click.", &["doubleClick"]),
+                    tool("get_sum", "Returns the sum of two numbers."),
+                ],
+            ),
+        ])
+        .unwrap();
+        // (query, the method meant): synonyms, parameter names, deprecation, partial matches.
+        let cases = [
+            ("what files are in this folder", "files.list_directory"),
+            ("read a file", "files.read_text_file"),
+            ("double click", "web.web_click"),
+            ("visit a website", "web.web_navigate"),
+            ("add two numbers", "web.get_sum"),
+        ];
+        for (query, meant) in cases {
+            let out = catalog.search(query, &[]);
+            assert_eq!(
+                out.results.first().map(|r| r.path.as_str()),
+                Some(meant),
+                "{query:?}: {:?}",
+                out.results
+            );
+        }
+        // No method both edits and has a folder: those with one of the two are given, and said so.
+        let partial = catalog.search("edit a folder", &[]);
+        assert_eq!(partial.total, 2, "{:?}", partial.results);
+        assert!(partial
+            .note
+            .unwrap()
+            .contains("no method matches every word"));
+        let none = catalog.search("order a pizza", &[]);
+        assert!(none.results.is_empty());
+        assert!(none
+            .note
+            .unwrap()
+            .contains("searched the 7 methods of 2 connectors: files, web"),);
+    }
+
+    #[test]
+    fn nothing_matched_names_a_bounded_number_of_connectors() {
+        let connectors: Vec<ConnectorInfo> = (0..12)
+            .map(|i| ConnectorInfo::new(format!("c{i}"), vec![tool("ping", "Ping.")]))
+            .collect();
+        let note = Catalog::new(connectors)
+            .unwrap()
+            .search("zebra", &[])
+            .note
+            .unwrap();
+        assert!(
+            note.contains("12 connectors: c0, c1, c2, c3, c4, c5, c6, c7 and 4 more"),
+            "{note}"
+        );
+        assert!(note.contains("codemode.describe(\"c0\")"), "{note}");
     }
 
     #[test]

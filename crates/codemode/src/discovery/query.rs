@@ -21,6 +21,8 @@ pub(crate) struct Query {
     pub(crate) text: String,
     /// A plural noun and no verb but reading ones ("reviews of a pull request"): lists first.
     pub(crate) wants_list: bool,
+    /// Some word is not a stopword; only then may fewer than all words match.
+    pub(crate) has_content: bool,
     pub note: Option<String>,
 }
 
@@ -50,7 +52,8 @@ impl Query {
             .filter(|w| !is_stopword(w) || is_rewritten(w))
             .cloned()
             .collect();
-        if !content.is_empty() {
+        let has_content = !content.is_empty();
+        if has_content {
             words = content;
         }
         if words.len() > MAX_QUERY_WORDS {
@@ -99,6 +102,7 @@ impl Query {
             words,
             groups,
             wants_list: has_plural && only_reads,
+            has_content,
             required,
             text: text.to_lowercase(),
             note,

@@ -308,7 +308,11 @@ impl SearchIndex {
         }
         let wanted = query.required.min(known_groups).max(1);
         let most = matched.iter().copied().max().unwrap_or(0) as usize;
-        let required = wanted.min(most).max(1);
+        let required = if query.has_content {
+            wanted.min(most).max(1)
+        } else {
+            wanted
+        };
         out.partial = required < wanted;
         let mut hits = Vec::new();
         for d in 0..n {
@@ -448,6 +452,7 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
     let mut matched = 0;
     let mut in_name = 0f32;
     let mut in_summary = 0f32;
+    let mut focused = 0f32;
     for group in &query.groups {
         let mut best = 0.0f32;
         let mut hit = 0u8;
@@ -472,11 +477,13 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
             matched += 1;
             in_name += f32::from(u8::from(hit & NAME != 0));
             in_summary += f32::from(u8::from(hit & SUMMARY != 0));
+            focused += f32::from(u8::from(hit & OWN_FIELDS != 0));
         }
     }
     if matched < query.required {
         return None;
     }
+    total += FOCUS_WEIGHT * focused / query.groups.len().max(1) as f32;
     total += COVERAGE_WEIGHT
         * coverage(in_name, content_count(&name))
             .max(coverage(in_summary, content_count(&summary)));
