@@ -10,7 +10,8 @@ use super::tokens::tokenize;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-/// Folds a (lowercase, plural-folded) word to a crude stem: `-ing`, `-ed` and a final `-e` go,
+/// Folds a (lowercase, plural-folded) word to a crude stem: `-ing`, `-ed`, `-er` (past five
+/// letters) and a final `-e` go,
 /// and a doubled last consonant is undone (`starred` → `star`). The same on both sides of a
 /// match, so only consistency matters.
 pub(crate) fn stem(word: &str) -> String {
@@ -23,10 +24,9 @@ pub(crate) fn stem(word: &str) -> String {
     if len > 5 && w.ends_with("ing") {
         w.truncate(w.len() - 3);
         stripped = true;
-    } else if len > 4 && w.ends_with("ed") && !w.ends_with("eed") {
-        w.truncate(w.len() - 2);
-        stripped = true;
-    } else if len > 5 && w.ends_with("er") && !w.ends_with("eer") {
+    } else if (len > 4 && w.ends_with("ed") && !w.ends_with("eed"))
+        || (len > 5 && w.ends_with("er") && !w.ends_with("eer"))
+    {
         w.truncate(w.len() - 2);
         stripped = true;
     }
