@@ -2,9 +2,10 @@
 
 use super::error::DiscoveryError;
 use super::names::{check_connector_name, is_valid_identifier};
+use super::query::Query;
 use super::search::{
-    round_score, score_unindexed, Query, SearchDoc, SearchIndex, SearchKind, SearchOutput,
-    SearchResult, MAX_SEARCH_RESULTS,
+    round_score, score_unindexed, SearchDoc, SearchIndex, SearchKind, SearchOutput, SearchResult,
+    MAX_SEARCH_RESULTS,
 };
 use super::tokens::first_sentence;
 use crate::connector::ToolSpec;
@@ -14,6 +15,8 @@ use std::sync::OnceLock;
 
 /// Longest summary kept for a method or snippet, in characters.
 pub(crate) const MAX_SUMMARY_CHARS: usize = 160;
+/// Most connector names a "nothing matched" note lists (the rest are counted).
+const MAX_NOTE_CONNECTORS: usize = 8;
 
 /// What the catalogue needs to know about one connector.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +119,11 @@ impl Catalog {
             let name = &connectors[method.connector].tools[method.tool].name;
             by_method_name.entry(name.clone()).or_default().push(m);
         }
-        let index = SearchIndex::build(methods.iter().map(|m| {
+        let parameters: Vec<Vec<String>> = methods
+            .iter()
+            .map(|m| parameter_names(&connectors[m.connector].tools[m.tool].input_schema))
+            .collect();
+        let index = SearchIndex::build(methods.iter().zip(&parameters).map(|(m, parameters)| {
             let connector = &connectors[m.connector];
             let tool = &connector.tools[m.tool];
             let summary = m.summary.as_deref().unwrap_or_default();
@@ -126,6 +133,7 @@ impl Catalog {
                 name: &tool.name,
                 summary,
                 description,
+                parameters,
                 http: tool
                     .http
                     .as_ref()
@@ -180,12 +188,16 @@ impl Catalog {
     ///
     /// Words are split at camelCase, `_`, `.`, `/`, `-` and spaces. A word in the method name
     /// counts more than one in the summary, which counts more than one in the description.
-    /// Queries of up to three words must match all of them; longer ones at least half (and three).
+    /// Parameter names count as well, and a word also matches its stem, its prefix and its usual
+    /// synonyms (`folder` → `directory`), each for less. Queries of up to three words must match
+    /// all of them, longer ones at least half (and three); when no method does, those matching
+    /// the most are given, with a note. When nothing fits, the note says so and names the
+    /// connectors searched.
     pub fn search(&self, query: &str, snippets: &[Snippet]) -> SearchOutput {
         let query = Query::parse(query);
         let mut results: Vec<(f32, SearchResult)> = Vec::new();
-        let (hits, unmatched) = self.index.search(&query);
-        for (m, score) in hits {
+        let found = self.index.search(&query);
+        for &(m, score) in &found.hits {
             let method = &self.methods[m];
             let connector = &self.connectors[method.connector];
             let tool = &connector.tools[method.tool];
@@ -204,11 +216,17 @@ impl Catalog {
         }
         for snippet in snippets {
             let summary = first_sentence(&snippet.description, MAX_SUMMARY_CHARS);
+            let parameters = snippet
+                .input_schema
+                .as_ref()
+                .map(parameter_names)
+                .unwrap_or_default();
             let doc = SearchDoc {
                 connector: "codemode",
                 name: &snippet.name,
                 summary: &summary,
                 description: &snippet.description,
+                parameters: &parameters,
                 http: None,
             };
             if let Some(score) = score_unindexed(&query, &doc) {
@@ -229,21 +247,25 @@ impl Catalog {
         results.sort_by(|(a, ra), (b, rb)| b.total_cmp(a).then_with(|| ra.path.cmp(&rb.path)));
         let total = results.len();
         let mut note = query.note.clone();
-        if total > 0 && !unmatched.is_empty() && note.is_none() {
+        if total > 0 && !found.unmatched.is_empty() && note.is_none() {
             note = Some(format!(
                 "no method mentions {}; results match the other words.",
-                unmatched
+                found
+                    .unmatched
                     .iter()
                     .map(|w| format!("{w:?}"))
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
         }
-        if total == 0 && note.is_none() {
+        if total > 0 && found.partial && note.is_none() {
             note = Some(
-                "nothing matched every word; try fewer or other words, or describe a connector to list its methods."
+                "no method matches every word; these match the most of them. Check that the first fits before calling it."
                     .to_string(),
             );
+        }
+        if total == 0 && note.is_none() {
+            note = Some(self.nothing_matched(found.weak));
         }
         SearchOutput {
             results: results
@@ -256,6 +278,52 @@ impl Catalog {
             note,
         }
     }
+}
+
+impl Catalog {
+    /// The note of a search nothing fits: which connectors were searched (at most
+    /// [`MAX_NOTE_CONNECTORS`] named), and what to try instead.
+    fn nothing_matched(&self, weak: bool) -> String {
+        let names: Vec<&str> = self.connectors.iter().map(|c| c.name.as_str()).collect();
+        let mut listed = names
+            .iter()
+            .take(MAX_NOTE_CONNECTORS)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.len() > MAX_NOTE_CONNECTORS {
+            listed.push_str(&format!(" and {} more", names.len() - MAX_NOTE_CONNECTORS));
+        }
+        let how = if weak {
+            "only stray words of long descriptions matched, so no method does what was asked"
+        } else {
+            "no method has these words or their usual synonyms"
+        };
+        let searched = match names.len() {
+            0 => "there are no connectors to search".to_string(),
+            1 => format!(
+                "searched the {} methods of connector {listed}",
+                self.methods.len()
+            ),
+            n => format!(
+                "searched the {} methods of {n} connectors: {listed}",
+                self.methods.len()
+            ),
+        };
+        let describe = names.first().map_or(String::new(), |first| {
+            format!(", or codemode.describe(\"{first}\") to list a connector's methods")
+        });
+        format!("nothing matched: {how} ({searched}). Try other words for what the method does or acts on{describe}.")
+    }
+}
+
+/// The names of a JSON Schema's top-level properties (none when it has no `properties`).
+fn parameter_names(schema: &serde_json::Value) -> Vec<String> {
+    schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -296,6 +364,87 @@ mod tests {
             dup_tool,
             Err(DiscoveryError::DuplicateTool { .. })
         ));
+    }
+
+    fn with_parameters(name: &str, description: &str, parameters: &[&str]) -> ToolSpec {
+        let mut t = tool(name, description);
+        let properties: serde_json::Map<String, serde_json::Value> = parameters
+            .iter()
+            .map(|p| (p.to_string(), serde_json::json!({"type": "string"})))
+            .collect();
+        t.input_schema = serde_json::json!({"type": "object", "properties": properties});
+        t
+    }
+
+    #[test]
+    fn intent_over_small_servers() {
+        let catalog = Catalog::new(vec![
+            ConnectorInfo::new(
+                "files",
+                vec![
+                    tool("list_directory", "Get a listing of files and directories."),
+                    tool("edit_file", "Make line-based edits to a text file."),
+                    tool("read_file", "Read a file. DEPRECATED: use read_text_file."),
+                    tool("read_text_file", "Read a file as text."),
+                ],
+            ),
+            ConnectorInfo::new(
+                "web",
+                vec![
+                    with_parameters("web_navigate", "Navigate to a URL.", &["url"]),
+                    with_parameters("web_click", "Perform click.", &["doubleClick"]),
+                    tool("get_sum", "Returns the sum of two numbers."),
+                ],
+            ),
+        ])
+        .unwrap();
+        // (query, the method meant): synonyms, parameter names, deprecation, partial matches.
+        let cases = [
+            ("what files are in this folder", "files.list_directory"),
+            ("read a file", "files.read_text_file"),
+            ("double click", "web.web_click"),
+            ("visit a website", "web.web_navigate"),
+            ("add two numbers", "web.get_sum"),
+        ];
+        for (query, meant) in cases {
+            let out = catalog.search(query, &[]);
+            assert_eq!(
+                out.results.first().map(|r| r.path.as_str()),
+                Some(meant),
+                "{query:?}: {:?}",
+                out.results
+            );
+        }
+        // No method both edits and has a folder: those with one of the two are given, and said so.
+        let partial = catalog.search("edit a folder", &[]);
+        assert_eq!(partial.total, 2, "{:?}", partial.results);
+        assert!(partial
+            .note
+            .unwrap()
+            .contains("no method matches every word"));
+        let none = catalog.search("order a pizza", &[]);
+        assert!(none.results.is_empty());
+        assert!(none
+            .note
+            .unwrap()
+            .contains("searched the 7 methods of 2 connectors: files, web"),);
+    }
+
+    #[test]
+    fn nothing_matched_names_a_bounded_number_of_connectors() {
+        let connectors: Vec<ConnectorInfo> = (0..12)
+            .map(|i| ConnectorInfo::new(format!("c{i}"), vec![tool("ping", "Ping.")]))
+            .collect();
+        let note = Catalog::new(connectors)
+            .unwrap()
+            .search("zebra", &[])
+            .note
+            .unwrap();
+        assert!(
+            note.contains("12 connectors: c0, c1, c2, c3, c4, c5, c6, c7 and 4 more"),
+            "{note}"
+        );
+        assert!(note.contains("codemode.describe(\"c0\")"), "{note}");
     }
 
     #[test]

@@ -5,9 +5,13 @@
 //! table maps everyday verbs and nouns onto the API's (`close` → `update`, `branch` → `ref`),
 //! and each operation is indexed with the verb its HTTP method implies and the nouns of its path.
 
+use super::synonyms::{FILLER, READ_VERBS, REWRITES, SYNONYMS, VERBS};
 use super::tokens::tokenize;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
-/// Folds a (lowercase, plural-folded) word to a crude stem: `-ing`, `-ed` and a final `-e` go,
+/// Folds a (lowercase, plural-folded) word to a crude stem: `-ing`, `-ed`, `-er` (past five
+/// letters) and a final `-e` go,
 /// and a doubled last consonant is undone (`starred` → `star`). The same on both sides of a
 /// match, so only consistency matters.
 pub(crate) fn stem(word: &str) -> String {
@@ -20,7 +24,9 @@ pub(crate) fn stem(word: &str) -> String {
     if len > 5 && w.ends_with("ing") {
         w.truncate(w.len() - 3);
         stripped = true;
-    } else if len > 4 && w.ends_with("ed") && !w.ends_with("eed") {
+    } else if (len > 4 && w.ends_with("ed") && !w.ends_with("eed"))
+        || (len > 5 && w.ends_with("er") && !w.ends_with("eer"))
+    {
         w.truncate(w.len() - 2);
         stripped = true;
     }
@@ -41,143 +47,6 @@ pub(crate) fn terms(text: &str) -> Vec<String> {
     tokenize(text).iter().map(|w| stem(w)).collect()
 }
 
-/// Query words replaced by others before matching (abbreviations, first person).
-const REWRITES: &[(&str, &[&str])] = &[
-    ("pr", &["pull", "request"]),
-    ("prs", &["pull", "request"]),
-    ("mr", &["pull", "request"]),
-    ("my", &["authenticated", "user"]),
-    ("me", &["authenticated", "user"]),
-    ("mine", &["authenticated", "user"]),
-    ("myself", &["authenticated", "user"]),
-    ("i", &["authenticated", "user"]),
-    ("new", &["create"]),
-    ("changed", &[]),
-    ("org", &["organization"]),
-    ("orgs", &["organization"]),
-    ("gh", &[]),
-    ("github", &[]),
-];
-
-/// Whether a query word is replaced by others (so it is kept even when it is a stopword).
-pub(crate) fn is_rewritten(word: &str) -> bool {
-    REWRITES.iter().any(|(w, r)| *w == word && !r.is_empty())
-}
-
-/// Query words that carry no intent here: questions and filler.
-const FILLER: &[&str] = &[
-    "who",
-    "what",
-    "which",
-    "how",
-    "am",
-    "do",
-    "does",
-    "can",
-    "want",
-    "need",
-    "please",
-    "some",
-    "someone",
-    "somebody",
-    "using",
-    "via",
-    "into",
-    "another",
-    "there",
-    "their",
-    "them",
-    "they",
-    "out",
-    "up",
-    "one",
-    "single",
-    "currently",
-    "now",
-    "given",
-    "specific",
-    "about",
-    "every",
-    "use",
-    "used",
-    "details",
-    "detail",
-    "info",
-    "information",
-];
-
-/// Everyday words and the API's words they stand for (both sides stemmed when used).
-const SYNONYMS: &[(&str, &[&str])] = &[
-    ("close", &["update", "state"]),
-    ("reopen", &["update", "state"]),
-    ("rename", &["update", "name"]),
-    ("edit", &["update"]),
-    ("change", &["update", "set"]),
-    ("modify", &["update"]),
-    ("set", &["update", "replace", "create"]),
-    ("put", &["add", "set"]),
-    ("protect", &["protection", "update"]),
-    ("repository", &["repo"]),
-    ("organization", &["org"]),
-    ("update", &["set", "replace"]),
-    ("open", &["create"]),
-    ("make", &["create"]),
-    ("add", &["create", "set"]),
-    ("publish", &["create"]),
-    ("post", &["create"]),
-    ("write", &["create", "update"]),
-    ("start", &["create"]),
-    ("trigger", &["create", "dispatch"]),
-    ("run", &["dispatch", "workflow"]),
-    ("invite", &["add", "collaborator"]),
-    ("upload", &["create", "upload"]),
-    ("remove", &["delete"]),
-    ("delete", &["remove"]),
-    ("drop", &["delete", "remove"]),
-    ("destroy", &["delete"]),
-    ("erase", &["delete"]),
-    ("kick", &["remove"]),
-    ("show", &["get", "list"]),
-    ("fetch", &["get"]),
-    ("read", &["get"]),
-    ("view", &["get"]),
-    ("retrieve", &["get"]),
-    ("find", &["search", "get"]),
-    ("look", &["get", "search"]),
-    ("lookup", &["get", "search"]),
-    ("see", &["get", "list"]),
-    ("check", &["get"]),
-    ("download", &["get", "download"]),
-    ("all", &["list"]),
-    ("enumerate", &["list"]),
-    ("browse", &["list"]),
-    ("branch", &["ref"]),
-    ("ticket", &["issue"]),
-    ("bug", &["issue"]),
-    ("repo", &["repository"]),
-    ("file", &["content"]),
-    ("diff", &["compare"]),
-    ("history", &["commit", "list"]),
-    ("deploy", &["deployment"]),
-    ("ci", &["workflow", "action"]),
-    ("pipeline", &["workflow"]),
-    ("build", &["workflow", "artifact"]),
-    ("profile", &["authenticated", "user"]),
-    ("account", &["authenticated", "user"]),
-    ("bio", &["user"]),
-    ("access", &["collaborator", "permission"]),
-    ("people", &["member", "user"]),
-    ("member", &["membership"]),
-    ("follower", &["follow"]),
-    ("email", &["email"]),
-    ("notification", &["notification"]),
-    ("starred", &["star"]),
-    ("stargazer", &["star"]),
-    ("watch", &["subscription"]),
-    ("language", &["language"]),
-    ("template", &["generate", "template"]),
-];
-
 /// Factor on a match through a synonym rather than the word itself.
 pub(crate) const SYNONYM_FACTOR: f32 = 0.8;
 
@@ -192,44 +61,52 @@ pub(crate) fn expand(word: &str) -> Vec<Vec<(String, f32)>> {
     }
     let stemmed = stem(word);
     let mut out = vec![(stemmed.clone(), 1.0)];
-    let found = SYNONYMS
-        .iter()
-        .find(|(w, _)| *w == word || stem(w) == stemmed);
-    if let Some((_, synonyms)) = found {
-        for synonym in *synonyms {
-            let s = stem(synonym);
-            if !out.iter().any(|(t, _)| *t == s) {
-                out.push((s, SYNONYM_FACTOR));
+    let table = synonym_table();
+    if let Some(synonyms) = table.get(word).or_else(|| table.get(&stemmed)) {
+        for s in synonyms {
+            if !out.iter().any(|(t, _)| t == s) {
+                out.push((s.clone(), SYNONYM_FACTOR));
             }
         }
     }
     vec![out]
 }
 
-/// Verbs a query may start with; any of them means the query says what to do.
-const VERBS: &[&str] = &[
-    "get", "list", "create", "add", "set", "replace", "update", "edit", "delete", "remove",
-    "close", "reopen", "rename", "change", "modify", "open", "make", "publish", "post", "write",
-    "start", "trigger", "invite", "upload", "drop", "destroy", "erase", "kick", "show", "fetch",
-    "read", "view", "retrieve", "find", "look", "see", "check", "download", "put", "merge", "fork",
-    "star", "unstar", "follow", "unfollow", "lock", "unlock", "cancel", "rerun", "dismiss",
-    "approve", "assign", "transfer", "protect", "search", "render", "mark", "enable", "disable",
-    "ask", "invite", "bring", "move", "copy", "block", "unblock",
-];
+/// [`SYNONYMS`] by word and by stem (the first entry wins), their synonyms stemmed; built once.
+fn synonym_table() -> &'static HashMap<String, Vec<String>> {
+    static TABLE: OnceLock<HashMap<String, Vec<String>>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = HashMap::new();
+        for (word, synonyms) in SYNONYMS {
+            let stems: Vec<String> = synonyms.iter().map(|s| stem(s)).collect();
+            table
+                .entry(word.to_string())
+                .or_insert_with(|| stems.clone());
+            table.entry(stem(word)).or_insert(stems);
+        }
+        table
+    })
+}
 
-/// Verbs that only read.
-const READ_VERBS: &[&str] = &[
-    "get", "list", "show", "fetch", "read", "view", "retrieve", "see", "look", "check", "find",
-];
+/// The stems of [`VERBS`], each with whether it only reads ([`READ_VERBS`]); built once.
+fn verb_table() -> &'static HashMap<String, bool> {
+    static TABLE: OnceLock<HashMap<String, bool>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let reads: Vec<String> = READ_VERBS.iter().map(|v| stem(v)).collect();
+        VERBS
+            .iter()
+            .map(|v| {
+                let s = stem(v);
+                let read = reads.contains(&s);
+                (s, read)
+            })
+            .collect()
+    })
+}
 
 /// Whether a query word (folded, unstemmed) is a verb, and whether it only reads.
 pub(crate) fn verb_kind(word: &str) -> Option<bool> {
-    let s = stem(word);
-    if VERBS.iter().any(|v| stem(v) == s) {
-        Some(READ_VERBS.iter().any(|v| stem(v) == s))
-    } else {
-        None
-    }
+    verb_table().get(&stem(word)).copied()
 }
 
 /// What an HTTP operation implies: the verbs of its method, the noun it acts on (the last

@@ -13,8 +13,10 @@ mod error;
 mod intent;
 mod listing;
 mod names;
+mod query;
 mod refs;
 mod search;
+mod synonyms;
 mod tokens;
 mod tool;
 mod typescript;
@@ -29,10 +31,9 @@ pub use names::{
     sanitize_tool_name, sanitize_tool_names, try_sanitize_tool_name, RESERVED_WORDS,
     STANDARD_GLOBALS,
 };
+pub use query::{MAX_QUERY_CHARS, MAX_QUERY_WORDS};
 pub use refs::{bundle_refs, resolve_ref};
-pub use search::{
-    SearchKind, SearchOutput, SearchResult, MAX_QUERY_CHARS, MAX_QUERY_WORDS, MAX_SEARCH_RESULTS,
-};
+pub use search::{SearchKind, SearchOutput, SearchResult, MAX_SEARCH_RESULTS};
 pub use tool::{code_input_schema, ToolDefinition, TOOL_NAME};
 pub use typescript::{
     property_key, schema_to_ts, type_name_from, TypeScriptBuilder, MAX_NAMED_TYPES,

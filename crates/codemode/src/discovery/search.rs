@@ -1,19 +1,13 @@
 //! Ranked search over connector methods (an inverted index built once) and snippets.
 
-use super::intent::{expand, is_rewritten, operation_words, terms, verb_kind};
-use super::tokens::fold_plural;
-use super::tokens::{is_stopword, tokenize};
+use super::intent::{operation_words, terms, verb_kind};
+use super::query::Query;
+use super::tokens::is_stopword;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Most results one search returns.
 pub const MAX_SEARCH_RESULTS: usize = 50;
-/// Longest query read, in characters; the rest is ignored (and a note says so).
-pub const MAX_QUERY_CHARS: usize = 1_000;
-/// Most distinct query words used; the rest are ignored (and a note says so).
-pub const MAX_QUERY_WORDS: usize = 32;
-/// Queries with at most this many words must match all of them.
-const SHORT_QUERY_WORDS: usize = 3;
 
 /// Points for a query word found in the method name.
 const NAME_WEIGHT: f32 = 6.0;
@@ -29,6 +23,14 @@ const RESOURCE_WEIGHT: f32 = 5.0;
 const VERB_WEIGHT: f32 = 4.0;
 /// Points for a query word in another literal segment of an HTTP operation's path.
 const PATH_WEIGHT: f32 = 2.0;
+/// Points for a query word naming one of the method's parameters (`url` of `navigate`).
+const PARAMETER_WEIGHT: f32 = 2.0;
+/// Factor on the score of a method whose description says it is deprecated, so that its
+/// replacement ranks first.
+const DEPRECATED_FACTOR: f32 = 0.6;
+/// Least score a best result needs to be an answer; below it only stray words matched (a
+/// word of some long description) and the search says plainly that nothing fits.
+const MIN_FIT_SCORE: f32 = 4.0;
 /// Factor for a query word that only starts a word of the field (`repo` in `repository`).
 const PREFIX_FACTOR: f32 = 0.6;
 /// Points for a name or summary made only of query words, scaled by the share of its words
@@ -41,6 +43,11 @@ const EXACT_NAME_BONUS: f32 = 50.0;
 const ACTION_WEIGHT: f32 = 3.0;
 /// Points for listing a collection when the query asks for a plural without another verb.
 const LIST_BONUS: f32 = 4.0;
+/// Points for a method whose own fields (not only its connector's name or the body of its
+/// description) have the query's words, scaled by the share of words that are there.
+const FOCUS_WEIGHT: f32 = 6.0;
+/// Fields that say what a method itself is, as opposed to its connector or long prose.
+const OWN_FIELDS: u8 = NAME | SUMMARY | VERB | RESOURCE | PATH | PARAMETER;
 /// Shortest query word that also matches as a prefix.
 const MIN_PREFIX_CHARS: usize = 3;
 
@@ -52,6 +59,7 @@ const CONNECTOR: u8 = 8;
 const VERB: u8 = 16;
 const RESOURCE: u8 = 32;
 const PATH: u8 = 64;
+const PARAMETER: u8 = 128;
 
 /// Whether a search result is a connector method or a saved snippet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +113,8 @@ pub(crate) struct SearchDoc<'a> {
     pub name: &'a str,
     pub summary: &'a str,
     pub description: &'a str,
+    /// The names of its input's top-level properties.
+    pub parameters: &'a [String],
     /// The HTTP method and path of the operation behind the method, when there is one.
     pub http: Option<(&'a str, &'a str)>,
 }
@@ -117,7 +127,8 @@ struct Posting {
 
 #[derive(Debug, Clone)]
 struct DocStats {
-    /// Non-stopword words in the name.
+    /// Non-stopword words in the name, less those of the connector name (`browser` in
+    /// `browser.browser_click` says nothing about the method).
     name_words: u16,
     /// Non-stopword words in the summary.
     summary_words: u16,
@@ -127,6 +138,8 @@ struct DocStats {
     path: String,
     /// Whether it lists a collection (`GET` on a path ending in a literal segment).
     lists: bool,
+    /// Whether its description says it is deprecated.
+    deprecated: bool,
     /// The vocabulary entry of the name's action word (its second word: `star` in
     /// `activity_star_repo`), once the vocabulary is built.
     action: Option<usize>,
@@ -142,108 +155,21 @@ pub(crate) struct SearchIndex {
     docs: Vec<DocStats>,
 }
 
-/// A query made ready for matching.
-pub(crate) struct Query {
-    /// The query's words as typed (folded), for notes and counts.
-    words: Vec<String>,
-    /// Per query word, the terms that match it and the factor each scores at.
-    groups: Vec<Vec<(String, f32)>>,
-    required: usize,
-    text: String,
-    /// A plural noun and no verb but reading ones ("reviews of a pull request"): lists first.
-    wants_list: bool,
-    pub note: Option<String>,
-}
-
-impl Query {
-    /// Folds the query into words, drops stopwords, and works out how many must match.
-    pub fn parse(raw: &str) -> Query {
-        let mut note = None;
-        let mut text = raw.trim();
-        if text.chars().count() > MAX_QUERY_CHARS {
-            let end = text
-                .char_indices()
-                .nth(MAX_QUERY_CHARS)
-                .map_or(text.len(), |(i, _)| i);
-            text = &text[..end];
-            note = Some(format!(
-                "the query is longer than {MAX_QUERY_CHARS} characters; only the start was used. Search with a few words."
-            ));
-        }
-        let mut words: Vec<String> = Vec::new();
-        for word in tokenize(text) {
-            if !words.contains(&word) {
-                words.push(word);
-            }
-        }
-        let content: Vec<String> = words
-            .iter()
-            .filter(|w| !is_stopword(w) || is_rewritten(w))
-            .cloned()
-            .collect();
-        if !content.is_empty() {
-            words = content;
-        }
-        if words.len() > MAX_QUERY_WORDS {
-            words.truncate(MAX_QUERY_WORDS);
-            note = Some(format!(
-                "the query has more than {MAX_QUERY_WORDS} words; only the first {MAX_QUERY_WORDS} were used. Search with a few words."
-            ));
-        }
-        if words.is_empty() {
-            note = Some(
-                "empty query: pass a few words, such as codemode.search(\"create issue\")."
-                    .to_string(),
-            );
-        }
-        let mut groups: Vec<Vec<(String, f32)>> = Vec::new();
-        for word in &words {
-            for group in expand(word) {
-                if !groups.iter().any(|g| g[0].0 == group[0].0) {
-                    groups.push(group);
-                }
-            }
-        }
-        if groups.is_empty() {
-            groups = words.iter().map(|w| vec![(w.clone(), 1.0)]).collect();
-        }
-        let required = if groups.len() <= SHORT_QUERY_WORDS {
-            groups.len()
-        } else {
-            // Long queries: half the words must match (at least three), so a model's sentence with
-            // stray words still finds the method; ranking puts fuller matches first.
-            SHORT_QUERY_WORDS.max(groups.len().div_ceil(2))
-        };
-        let raw_words: Vec<String> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect();
-        let has_plural = raw_words
-            .iter()
-            .any(|w| w.len() > 3 && fold_plural(w) != *w && verb_kind(w).is_none());
-        let only_reads = raw_words
-            .iter()
-            .filter_map(|w| verb_kind(w))
-            .all(|reads| reads);
-        Query {
-            words,
-            groups,
-            wants_list: has_plural && only_reads,
-            required,
-            text: text.to_lowercase(),
-            note,
-        }
-    }
-
-    /// Whether there is nothing to search for.
-    pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
-    }
-}
-
 /// A scored document: (index of the document, score).
 pub(crate) type Hit = (usize, f32);
+
+/// What [`SearchIndex::search`] found.
+#[derive(Debug, Default)]
+pub(crate) struct Matches {
+    /// The documents that fit, with scores, in no particular order.
+    pub hits: Vec<Hit>,
+    /// Query words (stemmed) that no document has.
+    pub unmatched: Vec<String>,
+    /// No document has every known word: the hits have the most of them.
+    pub partial: bool,
+    /// Some documents matched, but only through stray words, so none is given.
+    pub weak: bool,
+}
 
 impl SearchIndex {
     /// Builds the index over `docs`, in order (document ids are positions).
@@ -255,20 +181,28 @@ impl SearchIndex {
             let name_words = terms(doc.name);
             let summary_words = terms(doc.summary);
             let operation = doc.http.map(|(method, path)| operation_words(method, path));
+            let connector_words = terms(doc.connector);
             stats.push(DocStats {
-                name_words: content_count(&name_words),
+                name_words: own_count(&name_words, &connector_words),
                 summary_words: content_count(&summary_words),
                 name: doc.name.to_lowercase(),
                 path: format!("{}.{}", doc.connector, doc.name).to_lowercase(),
-                lists: operation.as_ref().is_some_and(|o| o.lists),
+                lists: operation
+                    .as_ref()
+                    .map_or_else(|| name_words.iter().any(|w| w == "list"), |o| o.lists),
+                deprecated: is_deprecated(doc.description),
                 action: None,
-                action_word: name_words.get(1).cloned(),
+                action_word: action_word(&name_words, &connector_words),
             });
             let mut fields = vec![
                 (NAME, name_words),
-                (CONNECTOR, terms(doc.connector)),
+                (CONNECTOR, connector_words),
                 (SUMMARY, summary_words),
                 (DESCRIPTION, terms(doc.description)),
+                (
+                    PARAMETER,
+                    doc.parameters.iter().flat_map(|p| terms(p)).collect(),
+                ),
             ];
             if let Some(words) = operation {
                 fields.push((VERB, words.verbs));
@@ -307,15 +241,16 @@ impl SearchIndex {
         self.docs.len()
     }
 
-    /// The documents matching `query`, with scores, in no particular order, and the query
-    /// words (stemmed) that matched no document, which are then not required.
+    /// The documents matching `query`, with scores, in no particular order.
     ///
     /// A query word matches through itself, a prefix of an indexed word, or a synonym (each
-    /// scoring less); words that match no document at all are not required.
-    pub fn search(&self, query: &Query) -> (Vec<Hit>, Vec<String>) {
+    /// scoring less); words that match no document at all are not required, and when no
+    /// document matches all the others, those matching the most of them are the answer.
+    pub fn search(&self, query: &Query) -> Matches {
         let n = self.docs.len();
+        let mut out = Matches::default();
         if query.is_empty() || n == 0 {
-            return (Vec::new(), Vec::new());
+            return out;
         }
         let mut score = vec![0f32; n];
         let mut matched = vec![0u16; n];
@@ -327,6 +262,7 @@ impl SearchIndex {
         let mut best = vec![0f32; n];
         let mut hit_fields = vec![0u8; n];
         let mut action = vec![0f32; n];
+        let mut focused = vec![0u16; n];
         let mut touched: Vec<u32> = Vec::new();
         let mut known_groups = 0;
         for group in &query.groups {
@@ -361,6 +297,7 @@ impl SearchIndex {
                 let d = d as usize;
                 score[d] += best[d];
                 matched[d] += 1;
+                focused[d] += u16::from(hit_fields[d] & OWN_FIELDS != 0);
                 in_name[d] += name_best[d];
                 in_summary[d] += summary_best[d];
                 name_best[d] = 0.0;
@@ -369,7 +306,14 @@ impl SearchIndex {
                 hit_fields[d] = 0;
             }
         }
-        let required = query.required.min(known_groups).max(1);
+        let wanted = query.required.min(known_groups).max(1);
+        let most = matched.iter().copied().max().unwrap_or(0) as usize;
+        let required = if query.has_content {
+            wanted.min(most).max(1)
+        } else {
+            wanted
+        };
+        out.partial = required < wanted;
         let mut hits = Vec::new();
         for d in 0..n {
             if (matched[d] as usize) < required {
@@ -381,18 +325,26 @@ impl SearchIndex {
                     * coverage(in_name[d], stats.name_words)
                         .max(coverage(in_summary[d], stats.summary_words));
             total += ACTION_WEIGHT * action[d];
+            total += FOCUS_WEIGHT * f32::from(focused[d]) / known_groups.max(1) as f32;
             if query.wants_list && stats.lists {
                 total += LIST_BONUS;
             }
             if query.text == stats.name || query.text == stats.path {
                 total += EXACT_NAME_BONUS;
             }
+            if stats.deprecated {
+                total *= DEPRECATED_FACTOR;
+            }
             hits.push((d, total));
         }
-        if known_groups == 0 {
+        let best = hits.iter().map(|(_, s)| *s).fold(0.0, f32::max);
+        if known_groups == 0 || best < MIN_FIT_SCORE {
+            out.weak = known_groups > 0 && !hits.is_empty();
             hits.clear();
         }
-        (hits, unmatched)
+        out.hits = hits;
+        out.unmatched = unmatched;
+        out
     }
 
     /// Vocabulary entries a query word matches: itself (factor 1) and words it starts (less).
@@ -410,6 +362,44 @@ impl SearchIndex {
         }
         out
     }
+}
+
+/// Distinct words of a name that are neither stopwords nor words of the connector name (all
+/// of them when that would leave none).
+fn own_count(words: &[String], connector: &[String]) -> u16 {
+    let own: Vec<String> = words
+        .iter()
+        .filter(|w| !connector.contains(w))
+        .cloned()
+        .collect();
+    if own.is_empty() {
+        content_count(words)
+    } else {
+        content_count(&own)
+    }
+}
+
+/// The word of a method name saying what it does: the first of its own words (not the
+/// connector's) when that is a verb (`move` in `move_file`, `navigate` in
+/// `browser_navigate`), else the second (`star` in `activity_star_repo`, after the namespace).
+fn action_word(name: &[String], connector: &[String]) -> Option<String> {
+    let own: Vec<&String> = name.iter().filter(|w| !connector.contains(w)).collect();
+    match own.as_slice() {
+        [first, ..] if verb_kind(first).is_some() => Some((*first).clone()),
+        [_, second, ..] => Some((*second).clone()),
+        [only] => Some((*only).clone()),
+        [] => None,
+    }
+}
+
+/// Whether a description says the method is deprecated (its first words, or a sentence
+/// starting "Deprecated").
+fn is_deprecated(description: &str) -> bool {
+    let lower = description.to_lowercase();
+    lower.starts_with("deprecated")
+        || lower.contains("deprecated:")
+        || lower.contains(". deprecated")
+        || lower.contains("(deprecated")
 }
 
 /// Distinct words of a field that are not stopwords (at least 1, to divide by).
@@ -433,6 +423,7 @@ fn field_points(fields: u8) -> f32 {
         (VERB, VERB_WEIGHT),
         (CONNECTOR, CONNECTOR_WEIGHT),
         (PATH, PATH_WEIGHT),
+        (PARAMETER, PARAMETER_WEIGHT),
         (DESCRIPTION, DESCRIPTION_WEIGHT),
     ]
     .iter()
@@ -452,11 +443,16 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
         (NAME, &name),
         (SUMMARY, &summary),
         (DESCRIPTION, &terms(doc.description)),
+        (
+            PARAMETER,
+            &doc.parameters.iter().flat_map(|p| terms(p)).collect(),
+        ),
     ];
     let mut total = 0.0;
     let mut matched = 0;
     let mut in_name = 0f32;
     let mut in_summary = 0f32;
+    let mut focused = 0f32;
     for group in &query.groups {
         let mut best = 0.0f32;
         let mut hit = 0u8;
@@ -481,11 +477,13 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
             matched += 1;
             in_name += f32::from(u8::from(hit & NAME != 0));
             in_summary += f32::from(u8::from(hit & SUMMARY != 0));
+            focused += f32::from(u8::from(hit & OWN_FIELDS != 0));
         }
     }
     if matched < query.required {
         return None;
     }
+    total += FOCUS_WEIGHT * focused / query.groups.len().max(1) as f32;
     total += COVERAGE_WEIGHT
         * coverage(in_name, content_count(&name))
             .max(coverage(in_summary, content_count(&summary)));
@@ -510,6 +508,7 @@ mod tests {
             name,
             summary,
             description: "",
+            parameters: &[],
             http: None,
         }
     }
@@ -520,33 +519,14 @@ mod tests {
             doc("issues_create", "Create an issue"),
             doc("issues_list", "List issues"),
         ]);
-        let (hits, _) = index.search(&Query::parse("create issue"));
-        assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0].0, 0);
-    }
-
-    #[test]
-    fn long_queries_need_most_words() {
-        let q = Query::parse("please create a new issue in the repository for me now");
-        assert!(q.required < q.words.len());
-        assert!(q.required >= SHORT_QUERY_WORDS);
+        let found = index.search(&Query::parse("create issue"));
+        assert_eq!(found.hits.len(), 1);
+        assert_eq!(found.hits[0].0, 0);
     }
 
     #[test]
     fn prefixes_match_with_less_weight() {
         let index = SearchIndex::build([doc("repos_get", "Get a repository"), doc("repo_x", "x")]);
-        let (hits, _) = index.search(&Query::parse("repo"));
-        assert_eq!(hits.len(), 2);
-    }
-
-    #[test]
-    fn empty_and_huge_queries_are_notes() {
-        assert!(Query::parse("  ").note.unwrap().contains("empty query"));
-        assert!(Query::parse("!!!").is_empty());
-        let huge = "word ".repeat(10_000);
-        let q = Query::parse(&huge);
-        assert!(q.note.unwrap().contains("longer than"));
-        let many: String = (0..100).map(|i| format!("w{i} ")).collect();
-        assert_eq!(Query::parse(&many).words.len(), MAX_QUERY_WORDS);
+        assert_eq!(index.search(&Query::parse("repo")).hits.len(), 2);
     }
 }
