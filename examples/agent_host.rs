@@ -209,6 +209,8 @@ mod tests {
         let outcome = Outcome::Error {
             execution_id: "e1".into(),
             error: "ReferenceError: x is not defined (line 2, column 3)".into(),
+            code: codemode::ErrorCode::Thrown,
+            retryable: false,
             logs: vec![],
         };
         let block = tool_result("toolu_09", &outcome);

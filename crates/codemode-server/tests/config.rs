@@ -326,9 +326,12 @@ async fn a_start_failure_holds_no_secret() {
     assert_eq!(code, codemode::ErrorCode::Unavailable);
 }
 
+/// A config's text, and the `max_batch` it reads as or the words its error holds.
+type MaxBatchCase<'a> = (&'a str, Result<Option<usize>, &'a [&'a str]>);
+
 #[test]
 fn approvals_max_batch_is_read_and_refused_at_zero_and_past_its_limit() {
-    let cases: &[(&str, Result<Option<usize>, &[&str]>)] = &[
+    let cases: &[MaxBatchCase] = &[
         ("", Ok(None)),
         ("[approvals]\nmax_batch = 1\n", Ok(Some(1))),
         ("[approvals]\nmax_batch = 25\n", Ok(Some(25))),

@@ -175,6 +175,9 @@ async fn the_opt_in_serves_every_client_the_host_lets_through() {
 
 /// Who is served without tokens, by access policy, peer and relay header: `Ok(())` served,
 /// `Err(words)` refused with 403 and a reason holding every one of `words`.
+/// A header a proxy adds, with its value, if the request carries one.
+type Header = Option<(&'static str, &'static str)>;
+
 #[tokio::test]
 async fn access_peer_and_relay_headers_decide_who_is_served() {
     type Expect = Result<(), &'static [&'static str]>;
@@ -187,7 +190,7 @@ async fn access_peer_and_relay_headers_decide_who_is_served() {
     let fwd = Some(("forwarded", "for=198.51.100.4"));
     let real = Some(("x-real-ip", "198.51.100.4"));
     #[rustfmt::skip]
-    let table: Vec<(Access, Option<&str>, Option<(&str, &str)>, Expect)> = vec![
+    let table: Vec<(Access, Option<&str>, Header, Expect)> = vec![
         (Access::LoopbackOnly,      LOCAL,            None, SERVED),
         (Access::LoopbackOnly,      Some("[::1]:9"),  None, SERVED),
         (Access::LoopbackOnly,      LOCAL,            xff,  RELAYED),

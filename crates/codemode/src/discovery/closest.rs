@@ -137,10 +137,20 @@ mod tests {
 
     const METHODS: &[&str] = &["list_tasks", "create_task", "complete_task", "add_note"];
 
+    /// Connector, method, the connector's methods (if it has any), why it is unavailable (if
+    /// it is), and the message wanted.
+    type Case = (
+        &'static str,
+        &'static str,
+        Option<&'static [&'static str]>,
+        Option<&'static str>,
+        String,
+    );
+
     #[test]
     fn each_unknown_name_is_answered_with_the_closest_existing_ones() {
         let connectors = ["tasks", "state"];
-        let table: Vec<(&str, &str, Option<&[&str]>, Option<&str>, String)> = vec![
+        let table: Vec<Case> = vec![
             ("tasks", "create_tasks", Some(METHODS), None, format!("tasks.create_tasks is not a method of connector tasks. Did you mean tasks.create_task? ({SEARCH_HINT}; codemode.describe(\"tasks.create_task\") shows its input)")),
             ("tasks", "createTask", Some(METHODS), None, format!("tasks.createTask is not a method of connector tasks. Did you mean tasks.create_task? ({SEARCH_HINT}; codemode.describe(\"tasks.create_task\") shows its input)")),
             ("tasks", "frobnicate", Some(METHODS), None, format!("tasks.frobnicate is not a method of connector tasks (its 4 methods: list_tasks, create_task, complete_task, add_note); {SEARCH_HINT}, codemode.describe(\"tasks\") lists their inputs")),
