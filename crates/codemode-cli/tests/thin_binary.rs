@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 /// The budget of the binary crate's non-test lines: 1,200 for the wiring, plus the 429
 /// non-test lines of the terminal's own modules that moved here from `codemode-server`
 /// (`output.rs`, 348: what the terminal prints; `progress.rs`, 81: the start-up spinner),
-/// plus 12 lines of wiring for `codemode openapi` through the kinds registry, the demo's own
+/// plus 13 lines of wiring for `codemode openapi` through the kinds registry, the demo's own
 /// file and `approvals.max_batch`.
-const BUDGET: usize = 1_641;
+const BUDGET: usize = 1_642;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

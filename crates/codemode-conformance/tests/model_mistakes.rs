@@ -260,7 +260,7 @@ fn table() -> Vec<(&'static str, &'static str, ErrorCode, String)> {
             "a value with a cycle passed to a connector",
             "const note = { id: 1, text: 'x' };\nnote.self = note;\nreturn await tasks.add_note(note)",
             Unserializable,
-            "TypeError: a value that contains itself (a cycle) cannot leave the sandbox: only JSON values (plus BigInt and Uint8Array) can be passed to the host or returned (line 3, column 29)".to_string(),
+            "TypeError: args.self: a value that contains itself (a cycle: it is args) cannot be sent to a connector (tasks.add_note); pass a copy without the back reference (an id instead of the object, say) (line 3, column 29)".to_string(),
         ),
         (
             "a promise nothing settles",

@@ -7,8 +7,6 @@
 //! the same execution gets the same code whether its outcome is fresh or read back from the
 //! store, and no store schema carries it.
 
-use crate::model::Execution;
-use crate::status::{EntryState, ExecutionStatus};
 use serde::{Deserialize, Serialize};
 
 /// What kind of failure an error outcome is.
@@ -177,7 +175,10 @@ impl ErrorCode {
         }
         if thrown_kind("TypeError:")
             && (error.contains("cannot leave the sandbox")
-                || error.contains("which JSON text outside the sandbox cannot carry"))
+                || error.contains("which JSON text outside the sandbox cannot carry")
+                || error.contains(" cannot be sent to a connector")
+                || error.contains(" cannot be recorded by codemode.step")
+                || error.contains(" cannot be returned"))
         {
             return ErrorCode::Unserializable;
         }
@@ -185,32 +186,6 @@ impl ErrorCode {
             return ErrorCode::Unavailable;
         }
         ErrorCode::Thrown
-    }
-
-    /// The code of an execution as the store has it: its error's (with the errors its log
-    /// recorded for connector calls), `REJECTED` or `CANCELLED`; `None` for other statuses.
-    pub fn of_execution(execution: &Execution) -> Option<Self> {
-        match execution.status {
-            ExecutionStatus::Rejected => Some(ErrorCode::Rejected),
-            ExecutionStatus::Cancelled => Some(ErrorCode::Cancelled),
-            ExecutionStatus::Error => {
-                let thrown: Vec<(ErrorCode, String)> = execution
-                    .log
-                    .iter()
-                    .filter(|l| l.state == EntryState::Error)
-                    .filter_map(|l| {
-                        let message = l.error.as_ref()?;
-                        let code = ErrorCode::of_host_throw(&l.connector, &l.method, true, message);
-                        Some((code, message.clone()))
-                    })
-                    .collect();
-                Some(ErrorCode::of_error(
-                    execution.error.as_deref().unwrap_or_default(),
-                    &thrown,
-                ))
-            }
-            _ => None,
-        }
     }
 }
 

@@ -460,3 +460,33 @@ pub fn now_ms() -> i64 {
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
+
+/// The code of a stored execution, beside the execution (the codes themselves know nothing of
+/// executions).
+impl ErrorCode {
+    /// The code of an execution as the store has it: its error's (with the errors its log
+    /// recorded for connector calls), `REJECTED` or `CANCELLED`; `None` for other statuses.
+    pub fn of_execution(execution: &Execution) -> Option<Self> {
+        match execution.status {
+            ExecutionStatus::Rejected => Some(ErrorCode::Rejected),
+            ExecutionStatus::Cancelled => Some(ErrorCode::Cancelled),
+            ExecutionStatus::Error => {
+                let thrown: Vec<(ErrorCode, String)> = execution
+                    .log
+                    .iter()
+                    .filter(|l| l.state == EntryState::Error)
+                    .filter_map(|l| {
+                        let message = l.error.as_ref()?;
+                        let code = ErrorCode::of_host_throw(&l.connector, &l.method, true, message);
+                        Some((code, message.clone()))
+                    })
+                    .collect();
+                Some(ErrorCode::of_error(
+                    execution.error.as_deref().unwrap_or_default(),
+                    &thrown,
+                ))
+            }
+            _ => None,
+        }
+    }
+}
