@@ -158,48 +158,39 @@ pub(crate) async fn commit(
                 &sets_clock,
                 &clock,
             ];
-            let params: Vec<&(dyn ToSql + Sync)> =
-                head.into_iter().chain(entries.params()).collect();
-            let stmt = client
-                .prepare_cached(&TRANSITION)
-                .await
-                .ctx(loc, "preparing a commit")?;
-            client
-                .query_one(&stmt, &params)
-                .await
-                .ctx(loc, "committing")?
-                .get(0)
+            run_commit(client, loc, &TRANSITION, &head, &entries).await?
         }
         None if sets_clock => {
             let head: [&(dyn ToSql + Sync); 4] = [&runtime, &id, &owner, &clock];
-            let params: Vec<&(dyn ToSql + Sync)> =
-                head.into_iter().chain(entries.params()).collect();
-            let stmt = client
-                .prepare_cached(&ENTRIES_CLOCK)
-                .await
-                .ctx(loc, "preparing a commit")?;
-            client
-                .query_one(&stmt, &params)
-                .await
-                .ctx(loc, "committing")?
-                .get(0)
+            run_commit(client, loc, &ENTRIES_CLOCK, &head, &entries).await?
         }
         None => {
             let head: [&(dyn ToSql + Sync); 3] = [&runtime, &id, &owner];
-            let params: Vec<&(dyn ToSql + Sync)> =
-                head.into_iter().chain(entries.params()).collect();
-            let stmt = client
-                .prepare_cached(&ENTRIES)
-                .await
-                .ctx(loc, "preparing a commit")?;
-            client
-                .query_one(&stmt, &params)
-                .await
-                .ctx(loc, "committing")?
-                .get(0)
+            run_commit(client, loc, &ENTRIES, &head, &entries).await?
         }
     };
     Ok(matched == 1)
+}
+
+/// Runs one commit statement `sql` with `head`'s parameters followed by the entries' arrays;
+/// the count of rows the CAS matched.
+async fn run_commit(
+    client: &Client,
+    loc: &str,
+    sql: &str,
+    head: &[&(dyn ToSql + Sync)],
+    entries: &EntryArrays<'_>,
+) -> Result<i64, StoreError> {
+    let params: Vec<&(dyn ToSql + Sync)> = head.iter().copied().chain(entries.params()).collect();
+    let stmt = client
+        .prepare_cached(sql)
+        .await
+        .ctx(loc, "preparing a commit")?;
+    Ok(client
+        .query_one(&stmt, &params)
+        .await
+        .ctx(loc, "committing")?
+        .get(0))
 }
 
 /// Moves `from` to `running` under `lease` and returns it as claimed, in one statement;
