@@ -3,7 +3,7 @@
 //! `CodeTool` is for hosts that only want the model to write code against their tools: the
 //! same sandbox, typed globals, tool description and `codemode.search` / `describe` as the
 //! durable `Runtime`, but nothing is logged, replayed or paused. A tool that would need a
-//! person's approval is refused when the code tool is built.
+//! person's approval is left out when the code tool is built, and `warnings()` says so.
 //!
 //! Run it with `cargo run -p codemode-examples --example code_tool`.
 
@@ -43,12 +43,14 @@ fn units_connector() -> RustConnector {
         )
 }
 
-/// What the example shows: a result with logs, a discovery run, a bad argument, a refusal.
+/// What the example shows: a result with logs, a discovery run, a bad argument, a tool left
+/// out (the warning, and what the code meets when it calls it anyway).
 struct Shown {
     converted: CodeOutcome,
     discovered: CodeOutcome,
     bad_argument: CodeOutcome,
-    refusal: String,
+    left_out: Vec<String>,
+    called_anyway: CodeOutcome,
 }
 
 async fn run() -> Result<Shown, Box<dyn Error>> {
@@ -79,19 +81,23 @@ async fn run() -> Result<Shown, Box<dyn Error>> {
         .call(r#"async () => units.km_to_miles({ km: "ten" })"#)
         .await;
 
-    // A tool with no policy that is not read-only needs approval, so it is refused here.
+    // A tool with no policy that is not read-only needs approval, so it is left out here.
     let mail = RustConnector::new("mail").tool(RustTool::new("send", |_args, _ctx| async {
         Ok(json!({ "sent": true }))
     }));
-    let refusal = match CodeTool::builder(executor).connector(mail).build() {
-        Ok(_) => "accepted".to_string(),
-        Err(e) => e.to_string(),
-    };
+    let with_mail = CodeTool::builder(executor)
+        .connector(units_connector())
+        .connector(mail)
+        .build()?;
+    let called_anyway = with_mail
+        .call(r#"async () => mail.send({ to: "bob" })"#)
+        .await;
     Ok(Shown {
         converted,
         discovered,
         bad_argument,
-        refusal,
+        left_out: with_mail.warnings(),
+        called_anyway,
     })
 }
 
@@ -101,7 +107,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
     println!("Conversion:\n{:#}\n", json!(shown.converted));
     println!("Discovery:\n{:#}\n", json!(shown.discovered));
     println!("A bad argument:\n{:#}\n", json!(shown.bad_argument));
-    println!("An approval tool is refused:\n{}", shown.refusal);
+    println!(
+        "An approval tool is left out:\n{}",
+        shown.left_out.join("\n")
+    );
+    println!("Calling it anyway:\n{:#}", json!(shown.called_anyway));
     Ok(())
 }
 
@@ -110,7 +120,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn the_code_tool_runs_discovers_validates_and_refuses() {
+    async fn the_code_tool_runs_discovers_validates_and_leaves_out_approval_tools() {
         let shown = run().await.unwrap();
         assert_eq!(
             shown.converted,
@@ -130,10 +140,15 @@ mod tests {
             error.contains("units.km_to_miles: invalid input"),
             "{error}"
         );
+        assert_eq!(shown.left_out.len(), 1, "{:?}", shown.left_out);
         assert!(
-            shown.refusal.contains("mail.send requires approval"),
-            "{}",
-            shown.refusal
+            shown.left_out[0].contains("`send` left out of the code tool: it requires approval"),
+            "{:?}",
+            shown.left_out
         );
+        let CodeOutcome::Error { error, .. } = shown.called_anyway else {
+            panic!("a left-out tool ran: {:?}", shown.called_anyway);
+        };
+        assert!(error.contains("send"), "{error}");
     }
 }

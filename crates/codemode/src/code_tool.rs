@@ -5,8 +5,17 @@
 //! offers the same sandbox, the same generated types, the same tool description and the same
 //! `codemode.search` / `codemode.describe` as the durable [`Runtime`](crate::Runtime), and
 //! validates tool arguments the same way. What it cannot do is pause: a tool that requires
-//! approval is refused when the code tool is built. `codemode.step(name, fn)` runs `fn` once
-//! and records nothing; `codemode.run` has no saved snippets to run and throws.
+//! approval is left out when the code tool is built (it is not a method in the sandbox, not in
+//! the types, search or describe), as the reference's `createCodeTool` leaves out tools whose
+//! `needsApproval` is set, and [`CodeTool::warnings`] names each connector's left-out tools and
+//! why. `codemode.step(name, fn)` runs `fn` once and records nothing; `codemode.run` has no
+//! saved snippets to run and throws.
+//!
+//! The description is the runtime's: generated within a token budget
+//! ([`CodeToolBuilder::max_description_tokens`]), or a template of the host's
+//! ([`CodeToolBuilder::description`], the reference's `createCodeTool({ description })`) where
+//! `{{types}}` becomes every declaration and `{{example}}` an example program; any other
+//! placeholder makes [`CodeToolBuilder::build`] fail naming it and the allowed ones.
 //!
 //! ```
 //! use codemode::{CodeOutcome, CodeTool, RustConnector, RustTool};
@@ -39,7 +48,7 @@ use crate::error_code::ErrorCode;
 use crate::executor::SDK_NAMESPACE;
 use crate::executor::{ExecuteRequest, Executor, Host, HostCall, HostReply, PassEnd};
 use crate::runtime::registry::Registry;
-use crate::runtime::TransformResult;
+use crate::runtime::{ToolOptions, TransformResult};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -80,6 +89,7 @@ pub struct CodeToolBuilder {
     connectors: Vec<Arc<dyn Connector>>,
     hints: Vec<(String, String)>,
     transform_result: Option<TransformResult>,
+    tool_options: ToolOptions,
 }
 
 impl CodeToolBuilder {
@@ -98,6 +108,28 @@ impl CodeToolBuilder {
     /// A one-line hint for a connector, shown in the tool description.
     pub fn hint(mut self, connector: impl Into<String>, hint: impl Into<String>) -> Self {
         self.hints.push((connector.into(), hint.into()));
+        self
+    }
+
+    /// A description replacing the generated one: `{{types}}` becomes every declaration and
+    /// `{{example}}` an example program; any other placeholder is an error at
+    /// [`CodeToolBuilder::build`].
+    pub fn description(mut self, template: impl Into<String>) -> Self {
+        self.tool_options.description = Some(template.into());
+        self
+    }
+
+    /// The token budget of the generated description (default
+    /// [`crate::discovery::DEFAULT_DESCRIPTION_TOKENS`]): connectors' declarations are put in,
+    /// each whole, only while the description fits it.
+    pub fn max_description_tokens(mut self, tokens: usize) -> Self {
+        self.tool_options.max_description_tokens = Some(tokens);
+        self
+    }
+
+    /// Every description option at once (those set before are replaced).
+    pub fn tool_options(mut self, options: ToolOptions) -> Self {
+        self.tool_options = options;
         self
     }
 
@@ -121,21 +153,23 @@ impl CodeToolBuilder {
         self
     }
 
-    /// Checks the connectors (names, schemas, and that no tool requires approval) and builds
-    /// the code tool.
+    /// Checks the connectors (names, schemas) and the description template, leaves out the
+    /// tools that require approval (see [`CodeTool::warnings`]) and builds the code tool.
     pub fn build(self) -> Result<CodeTool, RuntimeError> {
-        let registry = Registry::build(
+        let mut registry = Registry::build(
             self.connectors,
             Vec::new(),
             self.executor.reserved_globals(),
         )?;
-        refuse_approval_tools(&registry)?;
+        leave_out_approval_tools(&mut registry);
         let catalog = crate::runtime::sdk::build_catalog(&registry, &self.hints)?;
+        let definition = crate::runtime::sdk::tool_definition(&catalog, &self.tool_options)?;
         Ok(CodeTool {
             inner: Arc::new(Inner {
                 executor: self.executor,
                 registry,
                 catalog,
+                definition,
                 transform_result: self.transform_result,
             }),
         })
@@ -152,6 +186,8 @@ struct Inner {
     executor: Arc<dyn Executor>,
     registry: Registry,
     catalog: Catalog,
+    /// The tool as the builder's description options made it.
+    definition: ToolDefinition,
     transform_result: Option<TransformResult>,
 }
 
@@ -163,12 +199,21 @@ impl CodeTool {
             connectors: Vec::new(),
             hints: Vec::new(),
             transform_result: None,
+            tool_options: ToolOptions::default(),
         }
     }
 
     /// The tool to hand the model: name, description and input schema.
     pub fn tool(&self) -> ToolDefinition {
-        self.inner.catalog.tool_definition()
+        self.inner.definition.clone()
+    }
+
+    /// What is degraded without stopping the code tool, one sentence each: every connector's
+    /// own warnings, the tools left out because their input schema does not compile, and, per
+    /// connector, the tools left out because they require approval (a stateless call cannot
+    /// pause for a person). Empty when all is well.
+    pub fn warnings(&self) -> Vec<String> {
+        self.inner.registry.all_warnings()
     }
 
     /// The configured connector names.
@@ -258,30 +303,18 @@ impl CodeTool {
     }
 }
 
-/// Refuses every tool that would need a person's approval: a stateless call cannot pause.
-fn refuse_approval_tools(registry: &Registry) -> Result<(), RuntimeError> {
-    let gated: Vec<String> = registry
-        .names
-        .iter()
-        .flat_map(|name| {
-            let c = &registry.connectors[name];
-            c.order
-                .iter()
-                .filter(|t| c.tools[*t].spec.requires_approval)
-                .map(move |t| format!("{name}.{t}"))
-        })
-        .collect();
-    if gated.is_empty() {
-        return Ok(());
+/// Leaves out every tool that would need a person's approval (a stateless call cannot pause),
+/// with a warning per connector naming them.
+fn leave_out_approval_tools(registry: &mut Registry) {
+    for (connector, tools) in registry.leave_out(|spec| spec.requires_approval) {
+        let warning = format!(
+            "connector `{connector}`: {} left out of the code tool: {} approval, and a stateless code tool cannot pause for a person. If a tool is safe to run without one, mark it read-only or give it an explicit policy (for a RustTool: .read_only() or .requires_approval(false)); otherwise use a durable Runtime, which pauses for approval",
+            tools.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "),
+            if tools.len() == 1 { "it requires" } else { "they require" }
+        );
+        tracing::warn!("{warning}");
+        registry.warnings.push(warning);
     }
-    Err(RuntimeError::InvalidConnector(format!(
-        "{} require{} approval, and a stateless code tool cannot pause for a person. If a tool \
-         is safe to run without one, mark it read-only or give it an explicit policy (for a \
-         RustTool: .read_only() or .requires_approval(false)); otherwise leave it out of the \
-         code tool, or use a durable Runtime, which pauses for approval",
-        gated.join(", "),
-        if gated.len() == 1 { "s" } else { "" }
-    )))
 }
 
 /// The host side of one stateless call.

@@ -146,27 +146,151 @@ async fn an_invalid_argument_is_thrown_into_the_code_and_the_tool_does_not_run()
     assert!(store.lock().unwrap().is_empty(), "the tool ran");
 }
 
-#[test]
-fn a_tool_that_requires_approval_is_refused_at_construction() {
+#[tokio::test]
+async fn a_tool_that_requires_approval_is_left_out_with_a_warning() {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let count = sent.clone();
     let gated = RustConnector::new("mail")
-        .tool(RustTool::new("read", |_a, _c| async { Ok(json!([])) }).read_only())
-        .tool(RustTool::new("send", |_a, _c| async { Ok(json!(null)) }));
-    let Err(error) = CodeTool::builder(executor()).connector(gated).build() else {
-        panic!("a tool requiring approval was accepted");
-    };
-    assert!(matches!(error, RuntimeError::InvalidConnector(_)));
-    let message = error.to_string();
-    assert!(message.contains("mail.send requires approval"), "{message}");
-    assert!(!message.contains("mail.read"), "{message}");
-    assert!(message.contains(".read_only()"), "{message}");
-    assert!(message.contains(".requires_approval(false)"), "{message}");
-
-    let explicit = RustConnector::new("mail")
-        .tool(RustTool::new("send", |_a, _c| async { Ok(json!(null)) }).requires_approval(true));
-    assert!(CodeTool::builder(executor())
-        .connector(explicit)
+        .tool(
+            RustTool::new("read", |_a, _c| async { Ok(json!(["hello"])) })
+                .description("Reads the inbox.")
+                .read_only(),
+        )
+        .tool(
+            RustTool::new("send", move |_a, _c| {
+                let count = count.clone();
+                async move {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    Ok(json!(null))
+                }
+            })
+            .description("Sends an email."),
+        )
+        .tool(
+            RustTool::new("purge", |_a, _c| async { Ok(json!(null)) })
+                .description("Deletes every email.")
+                .requires_approval(true),
+        );
+    let tool = CodeTool::builder(executor())
+        .connector(gated)
+        .connector(notes(Arc::default()))
         .build()
-        .is_err());
+        .expect("tools that require approval are left out, not refused");
+
+    let warnings = tool.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let warning = &warnings[0];
+    for needle in [
+        "connector `mail`",
+        "`send`, `purge` left out of the code tool",
+        "they require approval",
+        "cannot pause for a person",
+        ".read_only()",
+        ".requires_approval(false)",
+        "durable Runtime",
+    ] {
+        assert!(warning.contains(needle), "{needle:?} in {warning}");
+    }
+    assert!(!warning.contains("`read`"), "{warning}");
+
+    // Not in the description, the types, search or describe.
+    let description = tool.tool().description;
+    assert!(description.contains("- mail (1 method)"), "{description}");
+    assert!(!description.contains("send("), "{description}");
+    let types = tool.types();
+    assert!(types.contains("read("), "{types}");
+    assert!(
+        !types.contains("send(") && !types.contains("purge("),
+        "{types}"
+    );
+    assert!(tool
+        .search("send an email")
+        .results
+        .iter()
+        .all(|r| r.path != "mail.send"));
+    assert!(tool.describe("mail.send").is_err());
+
+    // Not callable: the code is told it is not a method, and it never runs.
+    let outcome = tool
+        .call(
+            r#"async () => {
+                try { await mail.send({ to: "bob" }); return "sent"; } catch (e) { return e.message; }
+            }"#,
+        )
+        .await;
+    let CodeOutcome::Completed { result, .. } = outcome else {
+        panic!("expected the code to catch the error, got {outcome:?}");
+    };
+    assert_ne!(result, json!("sent"));
+    assert!(
+        result.as_str().unwrap_or_default().contains("send"),
+        "{result}"
+    );
+    assert_eq!(sent.load(Ordering::SeqCst), 0, "a left-out tool ran");
+    assert_eq!(
+        tool.call("async () => mail.read({})").await,
+        CodeOutcome::Completed {
+            result: json!(["hello"]),
+            logs: vec![],
+        }
+    );
+
+    // A code tool without such tools has no warnings.
+    assert!(tool_over(Arc::default()).warnings().is_empty());
+}
+
+#[test]
+fn the_description_template_fills_types_and_example() {
+    let tool = CodeTool::builder(executor())
+        .connector(notes(Arc::default()))
+        .description("Notes as code.\n{{types}}\nFor example:\n{{ example }}\n")
+        .build()
+        .unwrap();
+    assert_eq!(
+        tool.tool().description,
+        format!(
+            "Notes as code.\n{}\nFor example:\n{}\n",
+            tool.types(),
+            codemode::runtime::TOOL_EXAMPLE
+        )
+    );
+    let refused = CodeTool::builder(executor())
+        .connector(notes(Arc::default()))
+        .description("Use {{tools}} here")
+        .build();
+    let Err(RuntimeError::InvalidConfig(message)) = refused else {
+        panic!("an unknown placeholder was accepted");
+    };
+    assert!(message.contains("{{tools}}"), "{message}");
+    assert!(message.contains("{{types}} and {{example}}"), "{message}");
+}
+
+#[test]
+fn the_description_keeps_to_its_token_budget() {
+    use codemode::discovery::estimated_tokens;
+    let roomy = CodeTool::builder(executor())
+        .connector(notes(Arc::default()))
+        .build()
+        .unwrap()
+        .tool()
+        .description;
+    assert!(
+        roomy.contains("Declarations of every connector method"),
+        "{roomy}"
+    );
+    assert!(roomy.contains("add(input: AddInput)"), "{roomy}");
+    let tight = CodeTool::builder(executor())
+        .connector(notes(Arc::default()))
+        .max_description_tokens(estimated_tokens(&roomy) - 1)
+        .build()
+        .unwrap()
+        .tool()
+        .description;
+    assert!(!tight.contains("add(input: AddInput)"), "{tight}");
+    assert!(
+        tight.contains("the methods of notes") && tight.contains(r#"codemode.describe("notes")"#),
+        "{tight}"
+    );
 }
 
 #[tokio::test]

@@ -145,6 +145,7 @@ async fn the_tool_description_can_be_replaced_with_placeholders() {
     let tool = runtime
         .tool_with(ToolOptions {
             description: Some(template.into()),
+            ..ToolOptions::default()
         })
         .unwrap();
     assert_eq!(
@@ -157,6 +158,7 @@ async fn the_tool_description_can_be_replaced_with_placeholders() {
     assert_eq!(tool.name, "codemode");
     let refused = runtime.tool_with(ToolOptions {
         description: Some("Use {{tools}} here".into()),
+        ..ToolOptions::default()
     });
     let Err(codemode::RuntimeError::InvalidConfig(message)) = refused else {
         panic!("an unknown placeholder was accepted: {refused:?}");

@@ -95,3 +95,26 @@ fn every_rust_path_and_cli_command_in_the_table_exists() {
         "only {commands} CLI commands found in the table"
     );
 }
+
+#[test]
+fn every_row_names_a_reference_item_or_is_marked_ours() {
+    let doc = std::fs::read_to_string(root().join("docs/reference.md")).unwrap();
+    let mut ours = 0;
+    for line in doc
+        .lines()
+        .filter(|l| l.starts_with('|') && !l.starts_with("|---") && !l.starts_with("| Reference"))
+    {
+        let reference = line.split('|').nth(1).unwrap_or_default();
+        let marked = reference.contains("**(ours)**");
+        ours += usize::from(marked);
+        assert!(
+            marked != reference.contains('`'),
+            "a row's Reference cell names a reference item in backticks or is marked **(ours)**, not both or neither: {line}"
+        );
+    }
+    assert!(
+        !doc.contains("(no equivalent)"),
+        "mark a row the reference does not have **(ours)**"
+    );
+    assert!(ours >= 4, "only {ours} rows are marked **(ours)**");
+}

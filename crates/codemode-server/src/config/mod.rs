@@ -137,6 +137,9 @@ pub struct ToolSection {
     /// A description replacing the generated one: `{{types}}` becomes every declaration,
     /// `{{example}}` an example program; any other placeholder is an error at start.
     pub description: Option<String>,
+    /// The token budget of the generated description (default 2,000): connectors'
+    /// declarations are put in, each whole, only while the description fits it.
+    pub max_description_tokens: Option<usize>,
 }
 
 impl ToolSection {
@@ -144,6 +147,7 @@ impl ToolSection {
     pub fn options(&self) -> codemode::runtime::ToolOptions {
         codemode::runtime::ToolOptions {
             description: self.description.clone(),
+            max_description_tokens: self.max_description_tokens,
         }
     }
 }

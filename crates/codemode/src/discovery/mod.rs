@@ -34,7 +34,9 @@ pub use names::{
 pub use query::{MAX_QUERY_CHARS, MAX_QUERY_WORDS};
 pub use refs::{bundle_refs, resolve_ref};
 pub use search::{SearchKind, SearchOutput, SearchResult, MAX_SEARCH_RESULTS};
-pub use tool::{code_input_schema, ToolDefinition, TOOL_NAME};
+pub use tool::{
+    code_input_schema, estimated_tokens, ToolDefinition, DEFAULT_DESCRIPTION_TOKENS, TOOL_NAME,
+};
 pub use typescript::{
     property_key, schema_to_ts, type_name_from, TypeScriptBuilder, MAX_NAMED_TYPES,
     MAX_SCHEMA_DEPTH,

@@ -28,7 +28,8 @@ pub(crate) struct Registry {
     pub connectors: HashMap<String, RegisteredConnector>,
     /// Connector names in configuration order.
     pub names: Vec<String>,
-    /// Tools left out (an input schema that does not compile), one sentence each.
+    /// Tools left out (an input schema that does not compile; in the stateless code tool, a
+    /// tool that requires approval), one sentence each.
     pub warnings: Vec<String>,
     /// Connectors configured but unavailable (they failed to start), with why: each is still
     /// a global, whose every call throws saying so.
@@ -115,6 +116,48 @@ impl Registry {
         }
         registry.namespaces = registry.work_out_namespaces();
         Ok(registry)
+    }
+
+    /// Removes every tool `leave_out` picks (from calls, the sandbox's namespaces and the
+    /// catalogue built after); returns, per connector in order, the names removed.
+    pub fn leave_out(
+        &mut self,
+        leave_out: impl Fn(&ToolSpec) -> bool,
+    ) -> Vec<(String, Vec<String>)> {
+        let mut removed = Vec::new();
+        for name in &self.names {
+            let Some(c) = self.connectors.get_mut(name) else {
+                continue;
+            };
+            let gone: Vec<String> = c
+                .order
+                .iter()
+                .filter(|t| leave_out(&c.tools[*t].spec))
+                .cloned()
+                .collect();
+            if gone.is_empty() {
+                continue;
+            }
+            c.order.retain(|t| !gone.contains(t));
+            for t in &gone {
+                c.tools.remove(t);
+            }
+            removed.push((name.clone(), gone));
+        }
+        self.namespaces = self.work_out_namespaces();
+        removed
+    }
+
+    /// Every connector's own [`warnings`](Connector::warnings), then the tools left out, one
+    /// sentence each.
+    pub fn all_warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .names
+            .iter()
+            .flat_map(|n| self.connectors[n].connector.warnings())
+            .collect();
+        out.extend(self.warnings.iter().cloned());
+        out
     }
 
     /// The namespaces the sandbox exposes.
@@ -288,14 +331,7 @@ impl super::Runtime {
     /// [`warnings`](Connector::warnings), then the tools the runtime left out (an input schema
     /// that does not compile), one sentence each; empty when all is well.
     pub fn warnings(&self) -> Vec<String> {
-        let registry = &self.inner.registry;
-        let mut out: Vec<String> = registry
-            .names
-            .iter()
-            .flat_map(|n| registry.connectors[n].connector.warnings())
-            .collect();
-        out.extend(registry.warnings.iter().cloned());
-        out
+        self.inner.registry.all_warnings()
     }
 }
 

@@ -2,7 +2,10 @@
 
 use super::registry::Registry;
 use super::Runtime;
-use crate::discovery::{Catalog, ConnectorInfo};
+use crate::discovery::{
+    code_input_schema, Catalog, ConnectorInfo, ToolDefinition, DEFAULT_DESCRIPTION_TOKENS,
+    TOOL_NAME,
+};
 use crate::error::RuntimeError;
 use crate::executor::{HostCall, HostReply};
 use serde_json::{json, Value};
@@ -160,16 +163,40 @@ fn run_snippet(
     }
 }
 
-/// Options of [`Runtime::tool_with`].
+/// How the `codemode` tool is described: options of [`Runtime::tool_with`] and of
+/// [`crate::CodeToolBuilder::tool_options`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolOptions {
     /// A description replacing the generated one; `{{types}}` becomes every declaration and
     /// `{{example}}` an example program.
     pub description: Option<String>,
+    /// The token budget of the generated description (default
+    /// [`DEFAULT_DESCRIPTION_TOKENS`]): connectors' declarations are put in, each whole, only
+    /// while the description fits it. A replaced description is not cut.
+    pub max_description_tokens: Option<usize>,
 }
 
 /// The program `{{example}}` stands for in a replaced tool description.
 pub const TOOL_EXAMPLE: &str = "async () => {\n  const found = await codemode.search(\"create issue comment\");\n  const docs = await codemode.describe(found.results[0].path);\n  return { found: found.results.slice(0, 5), types: docs.types };\n}";
+
+/// The tool over `catalog` as `options` describe it: the template filled, or the generated
+/// description within the budget. Shared by the durable runtime and the stateless code tool.
+pub(crate) fn tool_definition(
+    catalog: &Catalog,
+    options: &ToolOptions,
+) -> Result<ToolDefinition, RuntimeError> {
+    let budget = options
+        .max_description_tokens
+        .unwrap_or(DEFAULT_DESCRIPTION_TOKENS);
+    let Some(template) = &options.description else {
+        return Ok(catalog.tool_definition_within(budget));
+    };
+    Ok(ToolDefinition {
+        name: TOOL_NAME.to_string(),
+        description: fill_template(template, &catalog.types())?,
+        input_schema: code_input_schema(),
+    })
+}
 
 /// Fills a description template's placeholders, or names the first unknown one.
 pub(crate) fn fill_template(template: &str, types: &str) -> Result<String, RuntimeError> {
@@ -196,22 +223,17 @@ pub(crate) fn fill_template(template: &str, types: &str) -> Result<String, Runti
 }
 
 impl Runtime {
-    /// The tool to hand the model: name, description and input schema.
-    pub fn tool(&self) -> crate::discovery::ToolDefinition {
+    /// The tool to hand the model: name, description (within
+    /// [`DEFAULT_DESCRIPTION_TOKENS`]) and input schema.
+    pub fn tool(&self) -> ToolDefinition {
         self.inner.catalog.tool_definition()
     }
 
     /// [`Runtime::tool`] with options: a replaced description fills `{{types}}` and
-    /// `{{example}}`; any other placeholder is an error naming it and the allowed ones.
-    pub fn tool_with(
-        &self,
-        options: ToolOptions,
-    ) -> Result<crate::discovery::ToolDefinition, RuntimeError> {
-        let mut tool = self.tool();
-        if let Some(template) = &options.description {
-            tool.description = fill_template(template, &self.types())?;
-        }
-        Ok(tool)
+    /// `{{example}}` (any other placeholder is an error naming it and the allowed ones); the
+    /// generated one keeps to `max_description_tokens`.
+    pub fn tool_with(&self, options: ToolOptions) -> Result<ToolDefinition, RuntimeError> {
+        tool_definition(&self.inner.catalog, &options)
     }
 
     /// Ranked search over connector methods and snippets, as `codemode.search` answers.
