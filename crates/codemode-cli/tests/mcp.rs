@@ -139,6 +139,40 @@ async fn an_mcp_server_as_a_connector() {
     assert!(out["result"].to_string().contains("hi"), "{out}");
 }
 
+/// `codemode serve --mcp everything=…`: server-everything and the workspace `state` together
+/// do not fit the description's budget of 2,000 tokens (they took ~2,430 before it), so the
+/// first is declared whole and the second left out and named.
+#[test]
+fn the_description_over_server_everything_keeps_to_its_budget() {
+    use codemode::discovery::{estimated_tokens, DEFAULT_DESCRIPTION_TOKENS};
+    let Some(fx) = common::fixtures() else { return };
+    let everything = fx.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("d.db").display());
+    let flag = format!("everything=node {} stdio", everything.display());
+    let target = [BIN, "serve", "--stdio", "--store", &store, "--mcp", &flag];
+    let v = client(&fx, "stdio", &target, &[]);
+    let description = v["tools"][0]["description"].as_str().unwrap();
+    let tokens = estimated_tokens(description);
+    eprintln!(
+        "codemode serve over server-everything and state: description of {} chars, ~{tokens} tokens",
+        description.chars().count()
+    );
+    assert!(tokens <= DEFAULT_DESCRIPTION_TOKENS, "{description}");
+    assert!(description.contains("- state (9 methods)"), "{description}");
+    assert!(
+        description.contains("Declarations of the methods of everything (")
+            && description.contains("  echo("),
+        "{description}"
+    );
+    assert!(
+        description.contains(
+            "the methods of state. Discover them from your code: codemode.describe(\"state\")"
+        ) && !description.contains("  readFile("),
+        "{description}"
+    );
+}
+
 /// Creates a task through the client twice: accepting the elicitation completes the run in the
 /// same tool call, declining leaves it rejected. The rejected execution's id.
 fn accept_then_decline(fx: &Path, mode: &str, target: &[&str], title: &str) -> String {

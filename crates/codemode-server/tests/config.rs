@@ -26,6 +26,9 @@ fn example_config_loads_into_the_connector_types() {
     );
     assert_eq!(github.settings().reverts[0].tool, "create_issue");
     assert!(github.settings().tools.contains_key("find_issues"));
+    let tool = config.tool.options();
+    assert_eq!(tool.max_description_tokens, Some(2_000));
+    assert!(tool.description.is_some_and(|d| d.contains("{{types}}")));
     let Some(github) = github.config::<McpConfig>() else {
         panic!("github is not an MCP connector: {:?}", config.connectors);
     };
@@ -89,6 +92,15 @@ fn unknown_key_names_line_and_field() {
         err.contains("connectors.x") && err.contains("`bearer`"),
         "{err}"
     );
+}
+
+#[test]
+fn the_tool_description_budget_is_read_and_must_be_a_count() {
+    let config = Config::parse("[tool]\nmax_description_tokens = 500\n", "c.toml").unwrap();
+    assert_eq!(config.tool.options().max_description_tokens, Some(500));
+    assert_eq!(config.tool.options().description, None);
+    let e = error("[tool]\nmax_description_tokens = \"lots\"\n");
+    assert!(e.contains("max_description_tokens"), "{e}");
 }
 
 #[test]
