@@ -8,6 +8,7 @@
   "use strict";
   // How values cross the boundary, made before the guards below change any built-in.
   const values = makeValues(b64encode, b64decode, maxLength);
+  const { encode, WIRE } = values;
   // The pass's host, console and clock functions: the pass cuts these links when it ends.
   const link = { host: null, sink: null, now: null, mark: null, skip: null };
   let sdk = null;
@@ -533,7 +534,7 @@
   // dropped.
   function encodeInput(input, name, method) {
     try {
-      return values.encodeWire(input, "args", `${name}.${method}`);
+      return encode(input, WIRE, "args", name, method);
     } catch (e) {
       throw ownFrames(e);
     }

@@ -38,6 +38,7 @@
   const ErrorCtor = Error;
   const RegExpCtor = RegExp;
   const isWellFormed = String.prototype.isWellFormed;
+  const sliceText = String.prototype.slice;
   const charCodeAt = String.prototype.charCodeAt;
   const toISOString = Date.prototype.toISOString;
   const getTime = Date.prototype.getTime;
@@ -95,9 +96,9 @@
     return out;
   }
   let bigintLimit = null;
-  function bigintText(value, refuse) {
+  function bigintText(value, key) {
     if (bigintLimit === null) bigintLimit = 10n ** BigIntCtor(MAX_BIGINT_DIGITS);
-    if (value >= bigintLimit || value <= -bigintLimit) refuse(`a BigInt of more than ${MAX_BIGINT_DIGITS} digits`, "pass it as a hexadecimal string (value.toString(16)), which converts in linear time");
+    if (value >= bigintLimit || value <= -bigintLimit) refuse(`a BigInt of more than ${MAX_BIGINT_DIGITS} digits`, "pass it as a hexadecimal string (value.toString(16)), which converts in linear time", key);
     return StringCtor(value);
   }
   function numberTag(value) {
@@ -116,151 +117,194 @@
     }
   }
 
+  // The encoding under way, in variables the module-level functions below read, so that an
+  // encoding makes no closures and no objects of its own. A getter or `toJSON` that encodes
+  // again (a connector call from inside one) saves them and restores them when it is done.
+  let encoding = false;
+  let curMode = WIRE, curLabel = "", curTarget, curMethod, curEscaping = null;
+  // The objects being written, outermost first, `depth` of them (entries past it are stale):
+  // what is written (the replacer's `this` when it writes their members), the code's own
+  // object (for cycles), and its key.
+  let holders = [], raws = [], names = [], depth = 0;
+  const call = Function.prototype.call.bind(Function.prototype.call);
+
   // Encodes `value` as JSON text for `mode`; `label` names the value in errors ("args"), and
-  // `target` what it is sent to ("tasks.create").
-  function encode(value, mode, label, target) {
-    const verb = target === undefined ? VERB[mode] : target.slice(0, 9) === "codemode." ? `cannot be passed to ${target}` : `${VERB[mode]} (${target})`;
-    // The objects being written, outermost first: what is written (the replacer's `this`
-    // when it writes their members), the code's own object (for cycles), and its key.
-    const holders = [];
-    const raws = [];
-    const names = [];
-    let escaping = null;
-    // Throws the refusal of what is under `key` in the object being written (the value
-    // itself when nothing is being written yet).
-    function refuse(what, fix, key) {
-      const count = holders.length;
-      const path = count === 0 ? label : pathText(label, holders, names, count, key);
-      throw new TypeErrorCtor(`${path}: ${what} ${verb}; ${fix}`);
+  // `target` (with `method`, when given, as `target.method`) what it is sent to
+  // ("tasks.create"); both are spelled only for an error.
+  function encode(value, mode, label, target, method) {
+    const outer = encoding ? [curMode, curLabel, curTarget, curMethod, curEscaping, holders, raws, names, depth] : null;
+    if (outer !== null) {
+      holders = [];
+      raws = [];
+      names = [];
     }
-    function replacer(key, value) {
-      // Leave the objects finished since the last call: `this` is the one being written.
-      while (holders.length > 0 && holders[holders.length - 1] !== this) {
-        holders.pop();
-        raws.pop();
-        names.pop();
-      }
-      const here = (what, fix) => refuse(what, fix, key);
-      if (!apply(isWellFormed, key, [])) here("a key holding a lone UTF-16 surrogate (half of a character)", "call .toWellFormed() on the key");
-      let raw = value;
-      if (value === null || (mode === STEP && typeof value === "string")) {
-        // toJSON turned a Date into text (or null, for an invalid one): the Date itself counts.
-        const own = this[key];
-        if (own instanceof DateCtor) raw = own;
-      }
-      switch (typeof raw) {
-        case "string":
-          if (!apply(isWellFormed, raw, [])) here("a string holding a lone UTF-16 surrogate (half of a character, often left by slicing a string through an emoji)", "call .toWellFormed() on it, or slice with Array.from(text)");
-          return raw;
-        case "number": {
-          const tag = numberTag(raw);
-          if (tag === null || (tag === "-0" && mode !== STEP)) return raw;
-          if (mode === WIRE) here(tag, "JSON has no such number (it would arrive as null): pass null or a string, or check the computation that made it");
-          return descend({ $number: tag }, raw, key);
+    encoding = true;
+    depth = 0;
+    curMode = mode;
+    curLabel = label;
+    curTarget = target;
+    curMethod = method;
+    curEscaping = null;
+    try {
+      const text = stringify(value, replacer);
+      if (text === undefined) return mode === STEP ? '{"$undefined":0}' : "null";
+      return text;
+    } finally {
+      if (outer === null) {
+        encoding = false;
+        // Nothing of the code's is held past the encoding.
+        for (let i = 0; i < holders.length && holders[i] !== undefined; i++) {
+          holders[i] = undefined;
+          raws[i] = undefined;
+          names[i] = undefined;
         }
-        case "bigint":
-          return descend({ $bigint: bigintText(raw, here) }, raw, key);
-        case "undefined":
-          if (isArray(this)) {
-            const hole = !(key in this);
-            if (mode === WIRE) {
-              if (hole) here("a hole of a sparse array", "fill it with null (Array.from(list, x => x ?? null)) or leave it out");
-              here("undefined in an array", "JSON has none (it would arrive as null): use null, or leave it out with .filter(x => x !== undefined)");
-            }
-            // The model reads `null` there, as JSON has it.
-            if (mode === RESULT) return null;
-            return descend(hole ? { $hole: 0 } : { $undefined: 0 }, raw, key);
-          }
-          if (mode === STEP) return descend({ $undefined: 0 }, raw, key);
-          return undefined;
-        case "function":
-          return here("a function", "only data crosses: call it and pass what it returns");
-        case "symbol":
-          return here("a symbol", "pass its description as a string (symbol.description)");
-        case "object":
-          return raw === null ? null : object(raw, key, here);
-        default:
-          return raw;
+        curLabel = "";
+        curTarget = undefined;
+        curMethod = undefined;
+        curEscaping = null;
+      } else {
+        [curMode, curLabel, curTarget, curMethod, curEscaping, holders, raws, names, depth] = outer;
       }
     }
-    // Records `out` (what is written for `raw`, under `key`) as the object now being written.
-    function descend(out, raw, key) {
-      if (holders.length >= MAX_DEPTH) {
-        refuse(`a value nested more than ${MAX_DEPTH} levels deep (arrays and objects inside each other, counting the level a tag such as {"$map": [...]} adds)`, "flatten it, or pass the deep part in pieces", key);
-      }
-      if (typeof raw === "object") {
-        for (let i = 0; i < raws.length; i++) {
-          if (raws[i] === raw) {
-            const ancestor = pathText(label, holders, names, i + 1, undefined);
-            refuse(`a value that contains itself (a cycle: it is ${ancestor})`, "pass a copy without the back reference (an id instead of the object, say)", key);
-          }
-        }
-      }
-      holders.push(out);
-      raws.push(raw);
-      names.push(key);
-      return out;
+  }
+  // What the value under way cannot be: "cannot be sent to a connector (tasks.create)".
+  function verbText() {
+    if (curTarget === undefined) return VERB[curMode];
+    const name = curMethod === undefined ? curTarget : `${curTarget}.${curMethod}`;
+    return call(sliceText, name, 0, 9) === "codemode." ? `cannot be passed to ${name}` : `${VERB[curMode]} (${name})`;
+  }
+  // Throws the refusal of what is under `key` in the object being written (the value itself
+  // when nothing is being written yet).
+  function refuse(what, fix, key) {
+    const path = depth === 0 ? curLabel : pathText(curLabel, holders, names, depth, key);
+    throw new TypeErrorCtor(`${path}: ${what} ${verbText()}; ${fix}`);
+  }
+  function replacer(key, value) {
+    const mode = curMode;
+    // Leave the objects finished since the last call: `this` is the one being written.
+    while (depth > 0 && holders[depth - 1] !== this) depth--;
+    if (!call(isWellFormed, key)) refuse("a key holding a lone UTF-16 surrogate (half of a character)", "call .toWellFormed() on the key", key);
+    let raw = value;
+    if (value === null || (mode === STEP && typeof value === "string")) {
+      // toJSON turned a Date into text (or null, for an invalid one): the Date itself counts.
+      const own = this[key];
+      if (own instanceof DateCtor) raw = own;
     }
-    function object(raw, key, here) {
-      const proto = getPrototypeOf(raw);
-      if (proto === ObjectProto || proto === null) {
-        // Only a step's value is read back, so only there must a look-alike be told apart.
-        if (mode === STEP) {
-          if (escaping === raw) {
-            escaping = null;
-          } else {
-            const own = keys(raw);
-            if (own.length === 1 && TAGS[own[0]] === true) {
-              escaping = raw;
-              return descend({ $escape: raw }, { escaped: raw }, key);
-            }
+    switch (typeof raw) {
+      case "string":
+        if (!call(isWellFormed, raw)) refuse("a string holding a lone UTF-16 surrogate (half of a character, often left by slicing a string through an emoji)", "call .toWellFormed() on it, or slice with Array.from(text)", key);
+        return raw;
+      case "number": {
+        const tag = numberTag(raw);
+        if (tag === null || (tag === "-0" && mode !== STEP)) return raw;
+        if (mode === WIRE) refuse(tag, "JSON has no such number (it would arrive as null): pass null or a string, or check the computation that made it", key);
+        return descend({ $number: tag }, raw, key);
+      }
+      case "bigint":
+        return descend({ $bigint: bigintText(raw, key) }, raw, key);
+      case "undefined":
+        if (isArray(this)) {
+          const hole = !(key in this);
+          if (mode === WIRE) {
+            if (hole) refuse("a hole of a sparse array", "fill it with null (Array.from(list, x => x ?? null)) or leave it out", key);
+            refuse("undefined in an array", "JSON has none (it would arrive as null): use null, or leave it out with .filter(x => x !== undefined)", key);
+          }
+          // The model reads `null` there, as JSON has it.
+          if (mode === RESULT) return null;
+          return descend(hole ? { $hole: 0 } : { $undefined: 0 }, raw, key);
+        }
+        if (mode === STEP) return descend({ $undefined: 0 }, raw, key);
+        return undefined;
+      case "function":
+        return refuse("a function", "only data crosses: call it and pass what it returns", key);
+      case "symbol":
+        return refuse("a symbol", "pass its description as a string (symbol.description)", key);
+      case "object": {
+        if (raw === null) return null;
+        // Plain data, the common case, straight to `descend`.
+        const proto = getPrototypeOf(raw);
+        if ((proto === ObjectProto || proto === null) && mode !== STEP) return descend(raw, raw, key);
+        return object(raw, key, proto);
+      }
+      default:
+        return raw;
+    }
+  }
+  // Records `out` (what is written for `raw`, under `key`) as the object now being written.
+  function descend(out, raw, key) {
+    if (depth >= MAX_DEPTH) {
+      refuse(`a value nested more than ${MAX_DEPTH} levels deep (arrays and objects inside each other, counting the level a tag such as {"$map": [...]} adds)`, "flatten it, or pass the deep part in pieces", key);
+    }
+    if (typeof raw === "object") {
+      for (let i = 0; i < depth; i++) {
+        if (raws[i] === raw) {
+          const ancestor = pathText(curLabel, holders, names, i + 1, undefined);
+          refuse(`a value that contains itself (a cycle: it is ${ancestor})`, "pass a copy without the back reference (an id instead of the object, say)", key);
+        }
+      }
+    }
+    holders[depth] = out;
+    raws[depth] = raw;
+    names[depth] = key;
+    depth++;
+    return out;
+  }
+  function object(raw, key, proto) {
+    const mode = curMode;
+    if (proto === ObjectProto || proto === null) {
+      // Only a step's value is read back, so only there must a look-alike be told apart.
+      if (mode === STEP) {
+        if (curEscaping === raw) {
+          curEscaping = null;
+        } else {
+          const own = keys(raw);
+          if (own.length === 1 && TAGS[own[0]] === true) {
+            curEscaping = raw;
+            return descend({ $escape: raw }, { escaped: raw }, key);
           }
         }
-        return descend(raw, raw, key);
       }
-      if (proto === ArrayProto) {
-        if (raw.length > maxLength) {
-          const path = holders.length === 0 ? label : pathText(label, holders, names, holders.length, key);
-          throw new RangeErrorCtor(`${path}: an array of length ${raw.length} was refused: no array that fits in the memory limit is longer than ${maxLength}, and writing this one would loop that many times in one step; pass the indexes that exist (Object.keys)`);
-        }
-        return descend(raw, raw, key);
-      }
-      if (raw instanceof U8) return descend({ $bytes: b64encode(raw) }, raw, key);
-      if (raw instanceof DateCtor) {
-        const time = apply(getTime, raw, []);
-        if (mode === WIRE && time !== time) here("an invalid Date (new Date could not read its input)", "check the text or number it was made from");
-        if (mode !== STEP && time === time) return apply(toISOString, raw, []);
-        return descend({ $date: time !== time ? null : apply(toISOString, raw, []) }, raw, key);
-      }
-      if (raw instanceof MapCtor) {
-        if (mode === WIRE) here("a Map", "convert it with Object.fromEntries(map) (string keys) or [...map] (pairs)");
-        return descend({ $map: arrayFrom(apply(mapEntries, raw, [])) }, raw, key);
-      }
-      if (raw instanceof SetCtor) {
-        if (mode === WIRE) here("a Set", "convert it with [...set]");
-        return descend({ $set: arrayFrom(apply(setValues, raw, [])) }, raw, key);
-      }
-      if (raw instanceof TypedArray) {
-        const kind = apply(typedTag, raw, []);
-        if (mode === WIRE) here(`a ${kind}`, "convert it with Array.from(array)");
-        return descend({ ["$" + kind]: arrayFrom(raw) }, raw, key);
-      }
-      if (raw instanceof ErrorCtor) {
-        if (mode === WIRE) here("an Error", "pass {name: e.name, message: e.message}");
-        return descend({ $error: { name: errorPart(raw, "name"), message: errorPart(raw, "message") } }, raw, key);
-      }
-      if (raw instanceof RegExpCtor) {
-        if (mode === WIRE) here("a RegExp", "pass its text (re.source) and flags (re.flags)");
-        return descend({ $regexp: [raw.source, raw.flags] }, raw, key);
-      }
-      const kind = raw[toStringTag];
-      if (typeof kind === "string" && opaque[kind] !== undefined) here(opaque[kind][0], opaque[kind][1]);
-      // Any other object (a class instance, a boxed primitive) is written as JSON writes it.
       return descend(raw, raw, key);
     }
-    const text = stringify(value, replacer);
-    if (text === undefined) return mode === STEP ? '{"$undefined":0}' : "null";
-    return text;
+    if (proto === ArrayProto) {
+      if (raw.length > maxLength) {
+        const path = depth === 0 ? curLabel : pathText(curLabel, holders, names, depth, key);
+        throw new RangeErrorCtor(`${path}: an array of length ${raw.length} was refused: no array that fits in the memory limit is longer than ${maxLength}, and writing this one would loop that many times in one step; pass the indexes that exist (Object.keys)`);
+      }
+      return descend(raw, raw, key);
+    }
+    if (raw instanceof U8) return descend({ $bytes: b64encode(raw) }, raw, key);
+    if (raw instanceof DateCtor) {
+      const time = apply(getTime, raw, []);
+      if (mode === WIRE && time !== time) refuse("an invalid Date (new Date could not read its input)", "check the text or number it was made from", key);
+      if (mode !== STEP && time === time) return apply(toISOString, raw, []);
+      return descend({ $date: time !== time ? null : apply(toISOString, raw, []) }, raw, key);
+    }
+    if (raw instanceof MapCtor) {
+      if (mode === WIRE) refuse("a Map", "convert it with Object.fromEntries(map) (string keys) or [...map] (pairs)", key);
+      return descend({ $map: arrayFrom(apply(mapEntries, raw, [])) }, raw, key);
+    }
+    if (raw instanceof SetCtor) {
+      if (mode === WIRE) refuse("a Set", "convert it with [...set]", key);
+      return descend({ $set: arrayFrom(apply(setValues, raw, [])) }, raw, key);
+    }
+    if (raw instanceof TypedArray) {
+      const kind = apply(typedTag, raw, []);
+      if (mode === WIRE) refuse(`a ${kind}`, "convert it with Array.from(array)", key);
+      return descend({ ["$" + kind]: arrayFrom(raw) }, raw, key);
+    }
+    if (raw instanceof ErrorCtor) {
+      if (mode === WIRE) refuse("an Error", "pass {name: e.name, message: e.message}", key);
+      return descend({ $error: { name: errorPart(raw, "name"), message: errorPart(raw, "message") } }, raw, key);
+    }
+    if (raw instanceof RegExpCtor) {
+      if (mode === WIRE) refuse("a RegExp", "pass its text (re.source) and flags (re.flags)", key);
+      return descend({ $regexp: [raw.source, raw.flags] }, raw, key);
+    }
+    const kind = raw[toStringTag];
+    if (typeof kind === "string" && opaque[kind] !== undefined) refuse(opaque[kind][0], opaque[kind][1], key);
+    // Any other object (a class instance, a boxed primitive) is written as JSON writes it.
+    return descend(raw, raw, key);
   }
 
   // Whether `text` is a BigInt's own decimal form ("0", "-12"), which it turns back into.
@@ -401,7 +445,10 @@
 
   return {
     // JSON text of connector arguments and SDK inputs.
-    encodeWire: (value, label, target) => encode(value, WIRE, label, target),
+    encodeWire: (value, label, target, method) => encode(value, WIRE, label, target, method),
+    // `encode` itself, with the mode of connector arguments: the hot path makes one call less.
+    encode,
+    WIRE,
     // Tagged JSON text of a step's value.
     encodeStep: (value, label) => encode(value, STEP, label),
     // Tagged JSON text of the final result.

@@ -198,3 +198,36 @@ async fn the_sdk_names_itself_where_a_value_cannot_be_passed() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_getter_that_calls_a_connector_while_arguments_are_encoded_leaves_the_outer_encoding_whole(
+) {
+    // The inner call's arguments are encoded while the outer ones are half written: the
+    // outer refusal still names its own path and target, and the inner call went out as sent.
+    let host = TestHost::new(|call| HostReply::Value(call.args.clone()));
+    let code = r#"async () => {
+        let inner = null;
+        const args = { a: { get b() { inner = tasks.get({ deep: [{ x: 1 }] }); return 2; } }, z: NaN };
+        try { await tasks.get(args); } catch (e) { return [String(e.message).slice(0, 40), await inner]; }
+    }"#;
+    let value = returned(&run_with(&QuickJsExecutor::default(), code, host).await);
+    assert_eq!(
+        value,
+        json!(["args.z: NaN cannot be sent to a connecto", { "deep": [{ "x": 1 }] }])
+    );
+    // And a cycle found after a nested encoding is still reported from the outer value.
+    let host = TestHost::new(|call| HostReply::Value(call.args.clone()));
+    let code = r#"async () => {
+        const args = { a: { get b() { tasks.get({ other: [1, [2, [3]]] }); return 2; } } };
+        args.a.self = args;
+        try { await tasks.get(args); } catch (e) { return String(e.message); }
+    }"#;
+    let message = returned(&run_with(&QuickJsExecutor::default(), code, host).await);
+    assert!(
+        message
+            .as_str()
+            .is_some_and(|m| m
+                .starts_with("args.a.self: a value that contains itself (a cycle: it is args)")),
+        "{message}"
+    );
+}

@@ -24,8 +24,56 @@ pub const DEFAULT_PAUSED_TTL_MS: i64 = 86_400_000;
 
 /// The length of `value` serialised as JSON, in UTF-16 code units (JavaScript's `length`).
 pub fn serialized_len(value: &Value) -> usize {
-    let s = serde_json::to_string(value).unwrap_or_default();
-    js_len(&s)
+    json_size(value).1
+}
+
+/// The size of `value` serialised as compact JSON: its bytes, and its length in UTF-16 code
+/// units; counted as it is written, so nothing is allocated. A value nested deeper than
+/// serde's recursion allows is not measured: check [`nested_deeper_than`] first.
+pub fn json_size(value: &Value) -> (u64, usize) {
+    let mut count = JsonCount::default();
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    (count.bytes, count.units)
+}
+
+/// The size of a durable value (see [`json_size`]), or `None` when it nests more than
+/// `limit` levels deep (checked first, without recursion).
+pub fn durable_size(value: &Value, limit: usize) -> Option<(u64, usize)> {
+    if nested_deeper_than(value, limit) {
+        return None;
+    }
+    Some(json_size(value))
+}
+
+/// Bytes and UTF-16 code units of the UTF-8 text written to it.
+#[derive(Default)]
+struct JsonCount {
+    bytes: u64,
+    units: usize,
+}
+
+impl std::io::Write for JsonCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes += buf.len() as u64;
+        if buf.is_ascii() {
+            self.units += buf.len();
+        } else {
+            // A continuation byte adds nothing; a four-byte sequence is a surrogate pair.
+            for &b in buf {
+                self.units += match b {
+                    0x80..=0xBF => 0,
+                    0xF0..=0xFF => 2,
+                    _ => 1,
+                };
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The length of `s` in UTF-16 code units.
@@ -172,5 +220,28 @@ mod tests {
         assert_eq!(js_len("é"), 1);
         assert_eq!(js_len("😀"), 2);
         assert_eq!(serialized_len(&json!("ab")), 4);
+    }
+
+    #[test]
+    fn json_size_is_what_serialising_writes() {
+        let values = [
+            json!(null),
+            json!({}),
+            json!([]),
+            json!({"a": [1, -2, 3.5, 1e300, 0.1], "b": {"c": null, "d": true}}),
+            json!("quote \" backslash \\ tab \t nl \n ctl \u{1} del \u{7f}"),
+            json!({"é": "😀 and ü, 日本", "k\u{0}": ["\u{1f600}", ""]}),
+            json!([u64::MAX, i64::MIN, 123456789.123456789]),
+        ];
+        for value in values {
+            let text = serde_json::to_string(&value).unwrap();
+            assert_eq!(
+                json_size(&value),
+                (text.len() as u64, js_len(&text)),
+                "{text}"
+            );
+            assert_eq!(durable_size(&value, 127), Some(json_size(&value)));
+        }
+        assert_eq!(durable_size(&json!([[[1]]]), 2), None);
     }
 }

@@ -16,7 +16,9 @@ use crate::connector::{CallContext, Connector, ReplayPolicy, ToolSpec};
 use crate::executor::{HostCall, HostReply};
 use crate::model::{Decision, LogEntry};
 use crate::status::EntryState;
-use crate::value::{dismantle, nested_deeper_than, MAX_DURABLE_DEPTH, MAX_DURABLE_VALUE_CHARS};
+use crate::value::{
+    dismantle, durable_size, nested_deeper_than, MAX_DURABLE_DEPTH, MAX_DURABLE_VALUE_CHARS,
+};
 use crate::ToolError;
 use futures::FutureExt;
 use serde_json::Value;
@@ -54,11 +56,10 @@ impl PassHost {
         if let Err(message) = tool.validate(&call.namespace, &call.args) {
             return (None, HostReply::Throw(message));
         }
-        if nested_deeper_than(&call.args, MAX_DURABLE_DEPTH) {
+        let Some((args_bytes, size)) = durable_size(&call.args, MAX_DURABLE_DEPTH) else {
             let what = format!("the arguments of {}.{}", call.namespace, call.method);
             return (None, self.abort(Stop::Fail(too_deep(&what))));
-        }
-        let (args_bytes, size) = json_size(&call.args);
+        };
         if size > MAX_DURABLE_VALUE_CHARS {
             let what = format!("the arguments of {}.{}", call.namespace, call.method);
             return (None, self.abort(Stop::Fail(oversized(&what, size))));
@@ -68,8 +69,7 @@ impl PassHost {
             let Some(seq) = cursor.next_seq() else {
                 return (None, HostReply::Abort);
             };
-            let name = format!("{}.{}", call.namespace, call.method);
-            cursor.delivery.started(seq, name);
+            cursor.delivery.started(seq, tool.path.clone());
             let plan = match cursor.log.get(&seq) {
                 Some(recorded) => {
                     let answer = replay(Recorded::of(recorded, &call));

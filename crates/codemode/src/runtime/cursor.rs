@@ -6,8 +6,8 @@ use super::replay::Divergence;
 use crate::model::LogEntry;
 use crate::status::{note_entry, EntryState};
 use crate::tape::{ClockRun, ClockTape, StepMark};
+pub(super) use crate::value::json_size;
 use crate::value::{js_len, MAX_DURABLE_DEPTH, MAX_DURABLE_VALUE_CHARS};
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Results buffered in memory past this many bytes are committed at once (reads are
@@ -244,12 +244,6 @@ impl ReplayCursor {
             self.delivery.wake_all();
         }
     }
-}
-
-/// The size of `value` serialised as JSON: bytes, and characters as JavaScript counts them.
-pub(super) fn json_size(value: &Value) -> (u64, usize) {
-    let text = serde_json::to_string(value).unwrap_or_default();
-    (text.len() as u64, js_len(&text))
 }
 
 /// The bytes one entry adds to its execution's log.

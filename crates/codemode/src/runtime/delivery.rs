@@ -17,6 +17,7 @@
 use crate::model::LogEntry;
 use crate::status::EntryState;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::task::Waker;
 
 /// What a parked host future waits for.
@@ -48,7 +49,7 @@ pub(super) struct Delivery {
     /// Actions waiting for approval, by seq.
     pub awaiting: Vec<u64>,
     /// Connector calls of this pass whose reply has not reached the sandbox: seq → name.
-    unseen: BTreeMap<u64, String>,
+    unseen: BTreeMap<u64, Arc<str>>,
     /// The seq of each ticket handed out this pass and not yet delivered.
     seq_of: HashMap<u64, u64>,
     wakers: Vec<Waker>,
@@ -87,7 +88,7 @@ impl Delivery {
 
     /// Notes the connector call `name` at `seq`, made by the code: unseen until its reply
     /// is delivered.
-    pub fn started(&mut self, seq: u64, name: String) {
+    pub fn started(&mut self, seq: u64, name: Arc<str>) {
         self.unseen.insert(seq, name);
     }
 
@@ -104,7 +105,7 @@ impl Delivery {
     }
 
     /// The connector calls whose reply never reached the sandbox, by seq, with their names.
-    pub fn unseen(&self) -> &BTreeMap<u64, String> {
+    pub fn unseen(&self) -> &BTreeMap<u64, Arc<str>> {
         &self.unseen
     }
 
@@ -205,9 +206,9 @@ mod tests {
     #[test]
     fn a_call_is_unseen_until_its_reply_is_seen() {
         let mut d = Delivery::new(&[entry(0, Some(0))]);
-        d.started(0, "shop.get".into());
-        d.started(1, "shop.put".into());
-        d.started(2, "shop.list".into());
+        d.started(0, Arc::from("shop.get"));
+        d.started(1, Arc::from("shop.put"));
+        d.started(2, Arc::from("shop.list"));
         let replayed = d.ticket(0);
         let live = d.ticket(1);
         d.deliver(replayed);
@@ -221,7 +222,7 @@ mod tests {
         assert_eq!(
             d.unseen()
                 .iter()
-                .map(|(s, n)| (*s, n.as_str()))
+                .map(|(s, n)| (*s, &**n))
                 .collect::<Vec<_>>(),
             [(1, "shop.put"), (2, "shop.list")],
             "a reply the code did not get, and a call with no reply yet, are unseen"

@@ -10,6 +10,8 @@ use std::sync::{Arc, OnceLock};
 /// One tool, ready to call.
 pub(crate) struct RegisteredTool {
     pub spec: ToolSpec,
+    /// `connector.method`, as errors and notes name the call (spelled once, shared).
+    pub path: Arc<str>,
     /// Compiled at the tool's first call: an API of thousands of operations would otherwise
     /// hold hundreds of megabytes of validators, most of them never used.
     validator: OnceLock<Result<jsonschema::Validator, String>>,
@@ -311,6 +313,7 @@ fn register_tool(
     }
     match crate::schema_problem(&spec.input_schema) {
         None => Ok(Some(RegisteredTool {
+            path: Arc::from(format!("{connector}.{}", spec.name)),
             spec,
             validator: OnceLock::new(),
         })),

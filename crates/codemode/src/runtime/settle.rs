@@ -103,7 +103,7 @@ impl PassHost {
 }
 
 /// The note naming the calls the code did not await (`unseen`, by seq), if any.
-fn unawaited_note(unseen: &BTreeMap<u64, String>) -> Option<String> {
+fn unawaited_note(unseen: &BTreeMap<u64, std::sync::Arc<str>>) -> Option<String> {
     if unseen.is_empty() {
         return None;
     }
