@@ -221,9 +221,18 @@
         return refuse("a symbol", "pass its description as a string (symbol.description)", key);
       case "object": {
         if (raw === null) return null;
-        // Plain data, the common case, straight to `descend`.
+        // Plain data, the common case, recorded here as `descend` would (which refuses it
+        // when it is too deep or a cycle).
         const proto = getPrototypeOf(raw);
-        if ((proto === ObjectProto || proto === null) && mode !== STEP) return descend(raw, raw, key);
+        if (mode !== STEP && (proto === ObjectProto || proto === null || (proto === ArrayProto && raw.length <= maxLength))) {
+          if (depth >= MAX_DEPTH) return descend(raw, raw, key);
+          for (let i = 0; i < depth; i++) if (raws[i] === raw) return descend(raw, raw, key);
+          holders[depth] = raw;
+          raws[depth] = raw;
+          names[depth] = key;
+          depth++;
+          return raw;
+        }
         return object(raw, key, proto);
       }
       default:
