@@ -15,6 +15,7 @@ mod listing;
 mod names;
 mod query;
 mod refs;
+mod schema_words;
 mod search;
 mod synonyms;
 mod tokens;
