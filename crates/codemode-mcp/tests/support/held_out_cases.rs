@@ -35,10 +35,7 @@ pub const HELD_OUT_CASES: &[(&str, &str)] = &[
         "remove a helm release from the cluster",
         "kubernetes.uninstall_helm_chart",
     ),
-    (
-        "drain a node for maintenance",
-        "kubernetes.node_management",
-    ),
+    ("drain a node for maintenance", "kubernetes.node_management"),
     (
         "forward local port 8080 to a service",
         "kubernetes.port_forward",
@@ -51,10 +48,7 @@ pub const HELD_OUT_CASES: &[(&str, &str)] = &[
         "which api resource types does the cluster support",
         "kubernetes.list_api_resources",
     ),
-    (
-        "patch the labels of a service",
-        "kubernetes.kubectl_patch",
-    ),
+    ("patch the labels of a service", "kubernetes.kubectl_patch"),
     (
         "explain the fields of a pod spec",
         "kubernetes.explain_resource",
@@ -87,10 +81,7 @@ pub const HELD_OUT_CASES: &[(&str, &str)] = &[
         "get a page's content as markdown",
         "notion.API_retrieve_page_markdown",
     ),
-    (
-        "move a page under another parent",
-        "notion.API_move_page",
-    ),
+    ("move a page under another parent", "notion.API_move_page"),
     (
         "update the properties of a notion page",
         "notion.API_patch_page",
@@ -99,23 +90,20 @@ pub const HELD_OUT_CASES: &[(&str, &str)] = &[
         "which bot user does this token belong to",
         "notion.API_get_self",
     ),
-    ("read the comments on a block", "notion.API_retrieve_a_comment"),
+    (
+        "read the comments on a block",
+        "notion.API_retrieve_a_comment",
+    ),
     ("look up one notion user by id", "notion.API_get_user"),
     // New wordings for the four servers of the hundred cases.
-    (
-        "list the files in a directory",
-        "filesystem.list_directory",
-    ),
+    ("list the files in a directory", "filesystem.list_directory"),
     ("print the contents of a file", "filesystem.read_text_file"),
     ("create nested folders", "filesystem.create_directory"),
     (
         "search for files by name pattern",
         "filesystem.search_files",
     ),
-    (
-        "edit a file by replacing a line",
-        "filesystem.edit_file",
-    ),
+    ("edit a file by replacing a line", "filesystem.edit_file"),
     (
         "add a relationship between two entities",
         "memory.create_relations",
@@ -128,20 +116,11 @@ pub const HELD_OUT_CASES: &[(&str, &str)] = &[
         "fetch specific nodes by their exact names",
         "memory.open_nodes",
     ),
-    (
-        "store a new entity in memory",
-        "memory.create_entities",
-    ),
+    ("store a new entity in memory", "memory.create_entities"),
     ("echo back what I send", "everything.echo"),
     ("sum two integers", "everything.get_sum"),
-    (
-        "navigate the browser to a url",
-        "browser.browser_navigate",
-    ),
-    (
-        "press a keyboard shortcut",
-        "browser.browser_press_key",
-    ),
+    ("navigate the browser to a url", "browser.browser_navigate"),
+    ("press a keyboard shortcut", "browser.browser_press_key"),
     (
         "take a picture of the whole page",
         "browser.browser_take_screenshot",
@@ -150,5 +129,8 @@ pub const HELD_OUT_CASES: &[(&str, &str)] = &[
         "run a javascript expression on the page",
         "browser.browser_evaluate",
     ),
-    ("pick a value in a select box", "browser.browser_select_option"),
+    (
+        "pick a value in a select box",
+        "browser.browser_select_option",
+    ),
 ];
