@@ -237,7 +237,7 @@ impl Catalog {
                 parameter_prose: "",
                 http: None,
             };
-            if let Some(score) = score_unindexed(&query, &doc) {
+            if let Some(score) = score_unindexed(&query, &doc, &self.index) {
                 results.push((
                     score,
                     SearchResult {

@@ -1,7 +1,7 @@
 //! A query made ready for matching: folded words, their synonyms, and how many must match.
 
 use super::intent::{expand, is_destructive, verb_kind};
-use super::synonyms::{is_rewritten, PREPOSITIONS};
+use super::synonyms::{is_rewritten, CONTENTS_GAP, CONTENTS_OF, PREPOSITIONS};
 use super::tokens::{fold_plural, is_stopword, tokenize};
 
 /// Longest query read, in characters; the rest is ignored (and a note says so).
@@ -53,7 +53,7 @@ impl Query {
         let mut words: Vec<String> = Vec::new();
         let mut qualifiers: Vec<String> = Vec::new();
         let mut after_preposition = false;
-        for word in tokenize(&literals_named(text)) {
+        for word in phrases_read(tokenize(&literals_named(text))) {
             if PREPOSITIONS.contains(&word.as_str()) {
                 after_preposition = words.iter().any(|w| !is_stopword(w));
                 continue;
@@ -171,6 +171,49 @@ fn literals_named(text: &str) -> String {
         .join(" ")
 }
 
+/// Tokens with "the contents of" a thing read as what showing them takes (a folder's are
+/// listed, a file's read, [`CONTENTS_OF`]), unless a verb other than a reading one asks to
+/// change them ("overwrite the contents of a file").
+fn phrases_read(mut tokens: Vec<String>) -> Vec<String> {
+    let changes = tokens.iter().any(|t| asks_to_change(t));
+    if changes {
+        return tokens;
+    }
+    for i in 0..tokens.len() {
+        if tokens[i] != "content" {
+            continue;
+        }
+        if tokens.get(i + 1).map(String::as_str) != Some("of") {
+            continue;
+        }
+        let thing = tokens[i + 1..]
+            .iter()
+            .find(|t| !CONTENTS_GAP.contains(&t.as_str()));
+        let action = thing.and_then(|thing| {
+            CONTENTS_OF
+                .iter()
+                .find(|(things, _)| things.contains(&thing.as_str()))
+                .map(|(_, action)| *action)
+        });
+        if let Some(action) = action {
+            tokens[i] = action.to_string();
+        }
+    }
+    tokens
+}
+
+/// Whether a word is a verb that changes something, or stands for one (`overwrite` → `write`).
+fn asks_to_change(word: &str) -> bool {
+    match verb_kind(word) {
+        Some(reads) => !reads,
+        None => expand(word)
+            .iter()
+            .flatten()
+            .skip(1)
+            .any(|(term, _)| verb_kind(term) == Some(false)),
+    }
+}
+
 /// Whether `word` reads as a file name: a name of two characters or more, a dot, and an
 /// extension of one to five letters and digits starting with a letter (`report.pdf`, `a.tar.gz`).
 fn is_file_name(word: &str) -> bool {
@@ -190,6 +233,22 @@ fn is_file_name(word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_contents_of_a_thing_are_listed_or_read() {
+        let words = |q: &str| Query::parse(q).words;
+        assert_eq!(
+            words("show the contents of a directory"),
+            ["show", "list", "directory"]
+        );
+        assert_eq!(words("contents of config.yaml"), ["read", "file"]);
+        assert_eq!(
+            words("overwrite the contents of a file"),
+            ["overwrite", "content", "file"]
+        );
+        assert_eq!(words("file contents"), ["file", "content"]);
+        assert_eq!(words("list contents"), ["list", "content"]);
+    }
+
     #[test]
     fn urls_and_file_names_are_named() {
         assert_eq!(

@@ -396,6 +396,16 @@ impl SearchIndex {
         out
     }
 
+    /// The rarity factor of a word (stemmed): as [`rarity`] over the indexed methods, the
+    /// highest for a word none of them has.
+    fn rarity_of(&self, word: &str) -> f32 {
+        let found = self
+            .vocabulary
+            .binary_search_by(|t| t.as_str().cmp(word))
+            .map_or(1, |i| self.postings[i].len());
+        rarity(found, self.docs.len().max(found + 1))
+    }
+
     /// Vocabulary entries a query word matches: itself (factor 1) and words it starts (less).
     fn matching_tokens(&self, word: &str) -> Vec<(usize, f32)> {
         let start = self.vocabulary.partition_point(|t| t.as_str() < word);
@@ -505,7 +515,12 @@ fn field_points(fields: u8) -> f32 {
 }
 
 /// Scores one document without an index (for snippets, which are few and change).
-pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32> {
+/// Query words are as rare as the index finds them, so snippets and methods score alike.
+pub(crate) fn score_unindexed(
+    query: &Query,
+    doc: &SearchDoc<'_>,
+    index: &SearchIndex,
+) -> Option<f32> {
     if query.is_empty() {
         return None;
     }
@@ -525,7 +540,16 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
     let mut in_name = 0f32;
     let mut in_summary = 0f32;
     let mut focused = 0f32;
-    for group in &query.groups {
+    let objects = object_words(&name, &[]);
+    let mut object = 0f32;
+    for (g, group) in query.groups.iter().enumerate() {
+        if query.object == Some(g) {
+            for (word, term_factor) in group {
+                if objects.contains(word) {
+                    object = object.max(*term_factor);
+                }
+            }
+        }
         let mut best = 0.0f32;
         let mut hit = 0u8;
         for (word, term_factor) in group {
@@ -539,7 +563,8 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
                     } else {
                         continue;
                     };
-                    best = best.max(field_points(*field) * factor * term_factor);
+                    let points = field_points(*field) * factor * term_factor;
+                    best = best.max(points * index.rarity_of(word));
                     hit |= field;
                 }
             }
@@ -556,6 +581,7 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
         return None;
     }
     total += FOCUS_WEIGHT * focused / query.groups.len().max(1) as f32;
+    total += OBJECT_WEIGHT * object;
     total += COVERAGE_WEIGHT
         * coverage(in_name, content_count(&name))
             .max(coverage(in_summary, content_count(&summary)));

@@ -284,6 +284,16 @@ pub(crate) const VERBS: &[&str] = &[
 /// entities*", "entities *by name*").
 pub(crate) const PREPOSITIONS: &[&str] = &["between", "about", "by", "among"];
 
+/// Things whose contents a query may ask for, and what showing them takes.
+pub(crate) const CONTENTS_OF: &[(&[&str], &str)] = &[
+    (&["directory", "folder", "dir"], "list"),
+    (&["file", "document"], "read"),
+];
+
+/// Words between "contents" and the thing they are of ("the contents *of a* folder").
+pub(crate) const CONTENTS_GAP: &[&str] =
+    &["of", "a", "an", "the", "this", "that", "my", "our", "your"];
+
 /// Action words of methods that destroy something; such a method ranks lower unless the
 /// query asks to destroy (`remove`, `forget`, `clear`… through their synonyms).
 pub(crate) const DESTRUCTIVE_VERBS: &[&str] = &[
