@@ -305,6 +305,7 @@ impl SearchIndex {
         let mut focused = vec![0u16; n];
         let mut touched: Vec<u32> = Vec::new();
         let mut known_groups = 0;
+        let mut stray_groups = 0;
         for (g, group) in query.groups.iter().enumerate() {
             let is_object = query.object == Some(g);
             touched.clear();
@@ -334,14 +335,19 @@ impl SearchIndex {
                     }
                 }
             }
-            known_groups += usize::from(!touched.is_empty());
+            // A word no method has but in the prose of a description is not required of any.
+            let stray = touched
+                .iter()
+                .all(|&d| hit_fields[d as usize] & !DESCRIPTION == 0);
+            known_groups += usize::from(!stray);
+            stray_groups += usize::from(stray && !touched.is_empty());
             if touched.is_empty() {
                 unmatched.push(group[0].0.clone());
             }
             for &d in &touched {
                 let d = d as usize;
                 score[d] += best[d];
-                matched[d] += 1;
+                matched[d] += u16::from(!stray);
                 focused[d] += u16::from(hit_fields[d] & OWN_FIELDS != 0);
                 in_name[d] += name_best[d];
                 in_summary[d] += summary_best[d];
@@ -388,7 +394,7 @@ impl SearchIndex {
         }
         let best = hits.iter().map(|(_, s)| *s).fold(0.0, f32::max);
         if known_groups == 0 || best < MIN_FIT_SCORE {
-            out.weak = known_groups > 0 && !hits.is_empty();
+            out.weak = (known_groups > 0 && !hits.is_empty()) || stray_groups > 0;
             hits.clear();
         }
         out.hits = hits;

@@ -176,6 +176,7 @@ pub(crate) const SYNONYMS: &[(&str, &[&str])] = &[
     ("clear", &["delete", "remove"]),
     ("discard", &["delete", "remove"]),
     ("overwrite", &["write", "replace"]),
+    ("replace", &["edit", "update", "write", "set"]),
     ("execute", &["run", "evaluate"]),
     ("evaluate", &["run", "execute"]),
     ("invoke", &["run", "call"]),
