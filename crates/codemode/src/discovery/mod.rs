@@ -12,6 +12,7 @@ mod doc_comment;
 mod error;
 mod intent;
 mod listing;
+mod method_words;
 mod names;
 mod query;
 mod refs;

@@ -1,8 +1,8 @@
 //! Ranked search over connector methods (an inverted index built once) and snippets.
 
-use super::intent::{is_destructive, operation_words, terms, verb_kind};
+use super::intent::{is_destructive, operation_words, terms};
+use super::method_words::{action_word, content_count, is_deprecated, object_words, own_count};
 use super::query::Query;
-use super::tokens::is_stopword;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -439,64 +439,6 @@ fn rarity(found: usize, total: usize) -> f32 {
     1.0 + RARITY_WEIGHT * (share - 0.5)
 }
 
-/// Distinct words of a name that are neither stopwords nor words of the connector name (all
-/// of them when that would leave none).
-fn own_count(words: &[String], connector: &[String]) -> u16 {
-    let own: Vec<String> = words
-        .iter()
-        .filter(|w| !connector.contains(w))
-        .cloned()
-        .collect();
-    if own.is_empty() {
-        content_count(words)
-    } else {
-        content_count(&own)
-    }
-}
-
-/// The word of a method name saying what it does: the first of its own words (not the
-/// connector's) when that is a verb (`move` in `move_file`, `navigate` in
-/// `browser_navigate`), else the second (`star` in `activity_star_repo`, after the namespace).
-fn action_word(name: &[String], connector: &[String]) -> Option<String> {
-    let own: Vec<&String> = name.iter().filter(|w| !connector.contains(w)).collect();
-    match own.as_slice() {
-        [first, ..] if verb_kind(first).is_some() => Some((*first).clone()),
-        [_, second, ..] => Some((*second).clone()),
-        [only] => Some((*only).clone()),
-        [] => None,
-    }
-}
-
-/// The words of a method name it acts on: its own words (not the connector's) other than its
-/// action word.
-fn object_words(name: &[String], connector: &[String]) -> Vec<String> {
-    let action = action_word(name, connector);
-    let mut out: Vec<String> = Vec::new();
-    for word in name.iter().filter(|w| !connector.contains(w)) {
-        if Some(word) != action.as_ref() && !is_stopword(word) && !out.contains(word) {
-            out.push(word.clone());
-        }
-    }
-    out
-}
-
-/// Whether a description says the method is deprecated (its first words, or a sentence
-/// starting "Deprecated").
-fn is_deprecated(description: &str) -> bool {
-    let lower = description.to_lowercase();
-    lower.starts_with("deprecated")
-        || lower.contains("deprecated:")
-        || lower.contains(". deprecated")
-        || lower.contains("(deprecated")
-}
-
-/// Distinct words of a field that are not stopwords (at least 1, to divide by).
-fn content_count(words: &[String]) -> u16 {
-    let distinct: std::collections::HashSet<&String> =
-        words.iter().filter(|w| !is_stopword(w)).collect();
-    distinct.len().clamp(1, u16::MAX as usize) as u16
-}
-
 /// The share of a field's words that query words matched (synonyms and prefixes count less).
 fn coverage(matched: f32, words: u16) -> f32 {
     matched.min(f32::from(words)) / f32::from(words.max(1))
@@ -603,35 +545,5 @@ pub(crate) fn round_score(score: f32) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn doc<'a>(name: &'a str, summary: &'a str) -> SearchDoc<'a> {
-        SearchDoc {
-            connector: "github",
-            name,
-            summary,
-            description: "",
-            parameters: &[],
-            parameter_prose: "",
-            http: None,
-        }
-    }
-
-    #[test]
-    fn short_queries_need_every_word() {
-        let index = SearchIndex::build([
-            doc("issues_create", "Create an issue"),
-            doc("issues_list", "List issues"),
-        ]);
-        let found = index.search(&Query::parse("create issue"));
-        assert_eq!(found.hits.len(), 1);
-        assert_eq!(found.hits[0].0, 0);
-    }
-
-    #[test]
-    fn prefixes_match_with_less_weight() {
-        let index = SearchIndex::build([doc("repos_get", "Get a repository"), doc("repo_x", "x")]);
-        assert_eq!(index.search(&Query::parse("repo")).hits.len(), 2);
-    }
-}
+#[path = "search_tests.rs"]
+mod tests;
