@@ -195,10 +195,11 @@ impl Catalog {
     ///
     /// Words are split at camelCase, `_`, `.`, `/`, `-` and spaces. A word in the method name
     /// counts more than one in the summary, which counts more than one in the description.
-    /// Parameter names count as well, and a word also matches its stem, its prefix and its usual
+    /// Parameter names count as well (nested ones and parameter descriptions as description),
+    /// rarer words count more, and a word also matches its stem, its prefix and its usual
     /// synonyms (`folder` → `directory`), each for less. Queries of up to three words must match
-    /// all of them, longer ones at least half (and three); when no method does, those matching
-    /// the most are given, with a note. When nothing fits, the note says so and names the
+    /// all of them, longer ones at least half (and three), leaving out words that only the prose
+    /// of descriptions has; when no method does, those matching the most are given, with a note. When nothing fits, the note says so and names the
     /// connectors searched.
     pub fn search(&self, query: &str, snippets: &[Snippet]) -> SearchOutput {
         let query = Query::parse(query);
