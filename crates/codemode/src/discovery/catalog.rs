@@ -3,6 +3,7 @@
 use super::error::DiscoveryError;
 use super::names::{check_connector_name, is_valid_identifier};
 use super::query::Query;
+use super::schema_words::{parameter_names, parameter_prose};
 use super::search::{
     round_score, score_unindexed, SearchDoc, SearchIndex, SearchKind, SearchOutput, SearchResult,
     MAX_SEARCH_RESULTS,
@@ -119,27 +120,33 @@ impl Catalog {
             let name = &connectors[method.connector].tools[method.tool].name;
             by_method_name.entry(name.clone()).or_default().push(m);
         }
-        let parameters: Vec<Vec<String>> = methods
+        let parameters: Vec<(Vec<String>, String)> = methods
             .iter()
-            .map(|m| parameter_names(&connectors[m.connector].tools[m.tool].input_schema))
+            .map(|m| {
+                let schema = &connectors[m.connector].tools[m.tool].input_schema;
+                (parameter_names(schema), parameter_prose(schema))
+            })
             .collect();
-        let index = SearchIndex::build(methods.iter().zip(&parameters).map(|(m, parameters)| {
-            let connector = &connectors[m.connector];
-            let tool = &connector.tools[m.tool];
-            let summary = m.summary.as_deref().unwrap_or_default();
-            let description = tool.description.as_deref().unwrap_or_default();
-            SearchDoc {
-                connector: &connector.name,
-                name: &tool.name,
-                summary,
-                description,
-                parameters,
-                http: tool
-                    .http
-                    .as_ref()
-                    .map(|h| (h.method.as_str(), h.path.as_str())),
-            }
-        }));
+        let index = SearchIndex::build(methods.iter().zip(&parameters).map(
+            |(m, (parameters, prose))| {
+                let connector = &connectors[m.connector];
+                let tool = &connector.tools[m.tool];
+                let summary = m.summary.as_deref().unwrap_or_default();
+                let description = tool.description.as_deref().unwrap_or_default();
+                SearchDoc {
+                    connector: &connector.name,
+                    name: &tool.name,
+                    summary,
+                    description,
+                    parameters,
+                    parameter_prose: prose,
+                    http: tool
+                        .http
+                        .as_ref()
+                        .map(|h| (h.method.as_str(), h.path.as_str())),
+                }
+            },
+        ));
         Ok(Catalog {
             connectors,
             by_connector,
@@ -188,10 +195,11 @@ impl Catalog {
     ///
     /// Words are split at camelCase, `_`, `.`, `/`, `-` and spaces. A word in the method name
     /// counts more than one in the summary, which counts more than one in the description.
-    /// Parameter names count as well, and a word also matches its stem, its prefix and its usual
+    /// Parameter names count as well (nested ones and parameter descriptions as description),
+    /// rarer words count more, and a word also matches its stem, its prefix and its usual
     /// synonyms (`folder` → `directory`), each for less. Queries of up to three words must match
-    /// all of them, longer ones at least half (and three); when no method does, those matching
-    /// the most are given, with a note. When nothing fits, the note says so and names the
+    /// all of them, longer ones at least half (and three), leaving out words that only the prose
+    /// of descriptions has; when no method does, those matching the most are given, with a note. When nothing fits, the note says so and names the
     /// connectors searched.
     pub fn search(&self, query: &str, snippets: &[Snippet]) -> SearchOutput {
         let query = Query::parse(query);
@@ -227,9 +235,10 @@ impl Catalog {
                 summary: &summary,
                 description: &snippet.description,
                 parameters: &parameters,
+                parameter_prose: "",
                 http: None,
             };
-            if let Some(score) = score_unindexed(&query, &doc) {
+            if let Some(score) = score_unindexed(&query, &doc, &self.index) {
                 results.push((
                     score,
                     SearchResult {
@@ -315,15 +324,6 @@ impl Catalog {
         });
         format!("nothing matched: {how} ({searched}). Try other words for what the method does or acts on{describe}.")
     }
-}
-
-/// The names of a JSON Schema's top-level properties (none when it has no `properties`).
-fn parameter_names(schema: &serde_json::Value) -> Vec<String> {
-    schema
-        .get("properties")
-        .and_then(|p| p.as_object())
-        .map(|p| p.keys().cloned().collect())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

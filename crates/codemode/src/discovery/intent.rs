@@ -5,7 +5,7 @@
 //! table maps everyday verbs and nouns onto the API's (`close` → `update`, `branch` → `ref`),
 //! and each operation is indexed with the verb its HTTP method implies and the nouns of its path.
 
-use super::synonyms::{FILLER, READ_VERBS, REWRITES, SYNONYMS, VERBS};
+use super::synonyms::{DESTRUCTIVE_VERBS, FILLER, READ_VERBS, REWRITES, SYNONYMS, VERBS};
 use super::tokens::tokenize;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -107,6 +107,15 @@ fn verb_table() -> &'static HashMap<String, bool> {
 /// Whether a query word (folded, unstemmed) is a verb, and whether it only reads.
 pub(crate) fn verb_kind(word: &str) -> Option<bool> {
     verb_table().get(&stem(word)).copied()
+}
+
+/// Whether a search term (stemmed) is a verb that destroys ([`DESTRUCTIVE_VERBS`]).
+pub(crate) fn is_destructive(term: &str) -> bool {
+    static STEMS: OnceLock<Vec<String>> = OnceLock::new();
+    STEMS
+        .get_or_init(|| DESTRUCTIVE_VERBS.iter().map(|v| stem(v)).collect())
+        .iter()
+        .any(|s| s == term)
 }
 
 /// What an HTTP operation implies: the verbs of its method, the noun it acts on (the last

@@ -1,7 +1,7 @@
 //! A query made ready for matching: folded words, their synonyms, and how many must match.
 
-use super::intent::{expand, verb_kind};
-use super::synonyms::is_rewritten;
+use super::intent::{expand, is_destructive, verb_kind};
+use super::synonyms::{is_rewritten, CONTENTS_GAP, CONTENTS_OF, PREPOSITIONS};
 use super::tokens::{fold_plural, is_stopword, tokenize};
 
 /// Longest query read, in characters; the rest is ignored (and a note says so).
@@ -10,6 +10,10 @@ pub const MAX_QUERY_CHARS: usize = 1_000;
 pub const MAX_QUERY_WORDS: usize = 32;
 /// Queries with at most this many words must match all of them.
 pub(crate) const SHORT_QUERY_WORDS: usize = 3;
+
+/// Factor on a word that follows a preposition ("the relation *between two entities*"): it
+/// says which one, the words before it say what.
+const QUALIFIER_FACTOR: f32 = 0.7;
 
 /// A query made ready for matching.
 pub(crate) struct Query {
@@ -23,6 +27,11 @@ pub(crate) struct Query {
     pub(crate) wants_list: bool,
     /// Some word is not a stopword; only then may fewer than all words match.
     pub(crate) has_content: bool,
+    /// The group of the query's object, when it starts with a verb: its first word that is
+    /// neither a verb nor after a preposition.
+    pub(crate) object: Option<usize>,
+    /// Some word, or one of its synonyms, asks to destroy (`delete`, `remove`…).
+    pub(crate) destroys: bool,
     pub note: Option<String>,
 }
 
@@ -42,8 +51,17 @@ impl Query {
             ));
         }
         let mut words: Vec<String> = Vec::new();
-        for word in tokenize(text) {
+        let mut qualifiers: Vec<String> = Vec::new();
+        let mut after_preposition = false;
+        for word in phrases_read(tokenize(&literals_named(text))) {
+            if PREPOSITIONS.contains(&word.as_str()) {
+                after_preposition = words.iter().any(|w| !is_stopword(w));
+                continue;
+            }
             if !words.contains(&word) {
+                if after_preposition {
+                    qualifiers.push(word.clone());
+                }
                 words.push(word);
             }
         }
@@ -69,11 +87,22 @@ impl Query {
             );
         }
         let mut groups: Vec<Vec<(String, f32)>> = Vec::new();
+        let mut object = None;
         for word in &words {
-            for group in expand(word) {
+            let first = groups.len();
+            for mut group in expand(word) {
+                if qualifiers.contains(word) {
+                    for (_, factor) in &mut group {
+                        *factor *= QUALIFIER_FACTOR;
+                    }
+                }
                 if !groups.iter().any(|g| g[0].0 == group[0].0) {
                     groups.push(group);
                 }
+            }
+            let names_a_thing = !qualifiers.contains(word) && verb_kind(word).is_none();
+            if object.is_none() && names_a_thing && groups.len() > first {
+                object = Some(first);
             }
         }
         if groups.is_empty() {
@@ -98,7 +127,15 @@ impl Query {
             .iter()
             .filter_map(|w| verb_kind(w))
             .all(|reads| reads);
+        let destroys = groups
+            .iter()
+            .flatten()
+            .any(|(term, _)| is_destructive(term));
+        // An object only after a verb: "what files are in this folder" asks about the folder.
+        let starts_with_verb = words.first().is_some_and(|w| verb_kind(w).is_some());
         Query {
+            object: object.filter(|&g| starts_with_verb && g < groups.len()),
+            destroys,
             words,
             groups,
             wants_list: has_plural && only_reads,
@@ -115,8 +152,114 @@ impl Query {
     }
 }
 
+/// The text with each URL written as the word `url` and each file name (`config.yaml`) as
+/// `file`: a method takes a URL or a file, and no method is named after the one at hand.
+fn literals_named(text: &str) -> String {
+    text.split_whitespace()
+        .map(|chunk| {
+            let bare = chunk.trim_matches(|c: char| "\"'`()[]{}<>,;:!?".contains(c));
+            let bare = bare.strip_suffix('.').unwrap_or(bare);
+            if bare.contains("://") || bare.starts_with("www.") {
+                "url"
+            } else if is_file_name(bare) {
+                "file"
+            } else {
+                chunk
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Tokens with "the contents of" a thing read as what showing them takes (a folder's are
+/// listed, a file's read, [`CONTENTS_OF`]), unless a verb other than a reading one asks to
+/// change them ("overwrite the contents of a file").
+fn phrases_read(mut tokens: Vec<String>) -> Vec<String> {
+    let changes = tokens.iter().any(|t| asks_to_change(t));
+    if changes {
+        return tokens;
+    }
+    for i in 0..tokens.len() {
+        if tokens[i] != "content" {
+            continue;
+        }
+        if tokens.get(i + 1).map(String::as_str) != Some("of") {
+            continue;
+        }
+        let thing = tokens[i + 1..]
+            .iter()
+            .find(|t| !CONTENTS_GAP.contains(&t.as_str()));
+        let action = thing.and_then(|thing| {
+            CONTENTS_OF
+                .iter()
+                .find(|(things, _)| things.contains(&thing.as_str()))
+                .map(|(_, action)| *action)
+        });
+        if let Some(action) = action {
+            tokens[i] = action.to_string();
+        }
+    }
+    tokens
+}
+
+/// Whether a word is a verb that changes something, or stands for one (`overwrite` → `write`).
+fn asks_to_change(word: &str) -> bool {
+    match verb_kind(word) {
+        Some(reads) => !reads,
+        None => expand(word)
+            .iter()
+            .flatten()
+            .skip(1)
+            .any(|(term, _)| verb_kind(term) == Some(false)),
+    }
+}
+
+/// Whether `word` reads as a file name: a name of two characters or more, a dot, and an
+/// extension of one to five letters and digits starting with a letter (`report.pdf`, `a.tar.gz`).
+fn is_file_name(word: &str) -> bool {
+    let Some((name, extension)) = word.rsplit_once('.') else {
+        return false;
+    };
+    let name_ok = name.chars().count() >= 2
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || "._-/~".contains(c))
+        && name.chars().any(char::is_alphanumeric);
+    let extension_ok = (1..=5).contains(&extension.len())
+        && extension.starts_with(|c: char| c.is_ascii_alphabetic())
+        && extension.chars().all(|c| c.is_ascii_alphanumeric());
+    name_ok && extension_ok
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_contents_of_a_thing_are_listed_or_read() {
+        let words = |q: &str| Query::parse(q).words;
+        assert_eq!(
+            words("show the contents of a directory"),
+            ["show", "list", "directory"]
+        );
+        assert_eq!(words("contents of config.yaml"), ["read", "file"]);
+        assert_eq!(
+            words("overwrite the contents of a file"),
+            ["overwrite", "content", "file"]
+        );
+        assert_eq!(words("file contents"), ["file", "content"]);
+        assert_eq!(words("list contents"), ["list", "content"]);
+    }
+
+    #[test]
+    fn urls_and_file_names_are_named() {
+        assert_eq!(
+            literals_named("go to https://example.com, then read config.yaml."),
+            "go to url then read file"
+        );
+        assert_eq!(literals_named("open www.rust-lang.org"), "open url");
+        assert_eq!(literals_named("find *.rs and v1.2"), "find *.rs and v1.2");
+        assert_eq!(literals_named("e.g. this"), "e.g. this");
+    }
+
     use super::*;
 
     #[test]

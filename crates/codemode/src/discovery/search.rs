@@ -1,8 +1,8 @@
 //! Ranked search over connector methods (an inverted index built once) and snippets.
 
-use super::intent::{operation_words, terms, verb_kind};
+use super::intent::{is_destructive, operation_words, terms};
+use super::method_words::{action_word, content_count, is_deprecated, object_words, own_count};
 use super::query::Query;
-use super::tokens::is_stopword;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -28,6 +28,9 @@ const PARAMETER_WEIGHT: f32 = 2.0;
 /// Factor on the score of a method whose description says it is deprecated, so that its
 /// replacement ranks first.
 const DEPRECATED_FACTOR: f32 = 0.6;
+/// Factor on the score of a method whose action destroys (`delete_entities`) when the query
+/// asks for nothing of the kind: "link two entities" must not offer a deletion first.
+const DESTRUCTIVE_FACTOR: f32 = 0.75;
 /// Least score a best result needs to be an answer; below it only stray words matched (a
 /// word of some long description) and the search says plainly that nothing fits.
 const MIN_FIT_SCORE: f32 = 4.0;
@@ -41,6 +44,9 @@ const COVERAGE_WEIGHT: f32 = 20.0;
 const EXACT_NAME_BONUS: f32 = 50.0;
 /// Points when a query word is the method name's action word (`star` in `activity_star_repo`).
 const ACTION_WEIGHT: f32 = 3.0;
+/// Points when the query's object (its first noun) is a word of the method name other than
+/// its action (`relation` in `delete_relations` for "remove the relation between two entities").
+const OBJECT_WEIGHT: f32 = 3.0;
 /// Points for listing a collection when the query asks for a plural without another verb.
 const LIST_BONUS: f32 = 4.0;
 /// Points for a method whose own fields (not only its connector's name or the body of its
@@ -48,6 +54,9 @@ const LIST_BONUS: f32 = 4.0;
 const FOCUS_WEIGHT: f32 = 6.0;
 /// Fields that say what a method itself is, as opposed to its connector or long prose.
 const OWN_FIELDS: u8 = NAME | SUMMARY | VERB | RESOURCE | PATH | PARAMETER;
+/// How much a word's rarity scales its points: a word in every method scores
+/// `1 - RARITY_WEIGHT / 2` of its points, a word in one method `1 + RARITY_WEIGHT / 2`.
+const RARITY_WEIGHT: f32 = 0.5;
 /// Shortest query word that also matches as a prefix.
 const MIN_PREFIX_CHARS: usize = 3;
 
@@ -115,6 +124,8 @@ pub(crate) struct SearchDoc<'a> {
     pub description: &'a str,
     /// The names of its input's top-level properties.
     pub parameters: &'a [String],
+    /// Nested property names and property descriptions of its input, as prose.
+    pub parameter_prose: &'a str,
     /// The HTTP method and path of the operation behind the method, when there is one.
     pub http: Option<(&'a str, &'a str)>,
 }
@@ -140,11 +151,17 @@ struct DocStats {
     lists: bool,
     /// Whether its description says it is deprecated.
     deprecated: bool,
+    /// Whether its action word destroys (`delete`, `remove`…), or an HTTP `DELETE`.
+    destructive: bool,
     /// The vocabulary entry of the name's action word (its second word: `star` in
     /// `activity_star_repo`), once the vocabulary is built.
     action: Option<usize>,
     /// The action word itself, until then.
     action_word: Option<String>,
+    /// The vocabulary entries of the name's other own words (what it acts on).
+    objects: Vec<usize>,
+    /// Those words, until the vocabulary is built.
+    object_words: Vec<String>,
 }
 
 /// An inverted index over methods: sorted vocabulary with postings, built once.
@@ -152,6 +169,8 @@ struct DocStats {
 pub(crate) struct SearchIndex {
     vocabulary: Vec<String>,
     postings: Vec<Vec<Posting>>,
+    /// Per vocabulary entry, the factor its rarity gives its points ([`RARITY_WEIGHT`]).
+    rarity: Vec<f32>,
     docs: Vec<DocStats>,
 }
 
@@ -191,7 +210,16 @@ impl SearchIndex {
                     .as_ref()
                     .map_or_else(|| name_words.iter().any(|w| w == "list"), |o| o.lists),
                 deprecated: is_deprecated(doc.description),
+                destructive: doc.http.map_or_else(
+                    || {
+                        action_word(&name_words, &connector_words)
+                            .is_some_and(|w| is_destructive(&w))
+                    },
+                    |(method, _)| method.eq_ignore_ascii_case("DELETE"),
+                ),
                 action: None,
+                objects: Vec::new(),
+                object_words: object_words(&name_words, &connector_words),
                 action_word: action_word(&name_words, &connector_words),
             });
             let mut fields = vec![
@@ -199,6 +227,7 @@ impl SearchIndex {
                 (CONNECTOR, connector_words),
                 (SUMMARY, summary_words),
                 (DESCRIPTION, terms(doc.description)),
+                (DESCRIPTION, terms(doc.parameter_prose)),
                 (
                     PARAMETER,
                     doc.parameters.iter().flat_map(|p| terms(p)).collect(),
@@ -222,16 +251,26 @@ impl SearchIndex {
                 }
             }
         }
-        let (vocabulary, postings): (Vec<String>, _) = map.into_iter().unzip();
+        let (vocabulary, postings): (Vec<String>, Vec<Vec<Posting>>) = map.into_iter().unzip();
         for doc in &mut stats {
+            doc.objects = doc
+                .object_words
+                .drain(..)
+                .filter_map(|w| vocabulary.binary_search(&w).ok())
+                .collect();
             doc.action = doc
                 .action_word
                 .take()
                 .and_then(|w| vocabulary.binary_search(&w).ok());
         }
+        let rarity = postings
+            .iter()
+            .map(|p| rarity(p.len(), stats.len()))
+            .collect();
         SearchIndex {
             vocabulary,
             postings,
+            rarity,
             docs: stats,
         }
     }
@@ -262,18 +301,25 @@ impl SearchIndex {
         let mut best = vec![0f32; n];
         let mut hit_fields = vec![0u8; n];
         let mut action = vec![0f32; n];
+        let mut object = vec![0f32; n];
         let mut focused = vec![0u16; n];
         let mut touched: Vec<u32> = Vec::new();
         let mut known_groups = 0;
-        for group in &query.groups {
+        let mut stray_groups = 0;
+        for (g, group) in query.groups.iter().enumerate() {
+            let is_object = query.object == Some(g);
             touched.clear();
             for (term, term_factor) in group {
                 for (token_id, factor) in self.matching_tokens(term) {
+                    let rarity = self.rarity[token_id];
                     for posting in &self.postings[token_id] {
                         let d = posting.doc as usize;
-                        let points = field_points(posting.fields) * factor * term_factor;
+                        let points = field_points(posting.fields) * factor * term_factor * rarity;
                         if self.docs[d].action == Some(token_id) {
                             action[d] = action[d].max(factor * term_factor);
+                        }
+                        if is_object && self.docs[d].objects.contains(&token_id) {
+                            object[d] = object[d].max(factor * term_factor);
                         }
                         if hit_fields[d] == 0 {
                             touched.push(posting.doc);
@@ -289,14 +335,19 @@ impl SearchIndex {
                     }
                 }
             }
-            known_groups += usize::from(!touched.is_empty());
+            // A word no method has but in the prose of a description is not required of any.
+            let stray = touched
+                .iter()
+                .all(|&d| hit_fields[d as usize] & !DESCRIPTION == 0);
+            known_groups += usize::from(!stray);
+            stray_groups += usize::from(stray && !touched.is_empty());
             if touched.is_empty() {
                 unmatched.push(group[0].0.clone());
             }
             for &d in &touched {
                 let d = d as usize;
                 score[d] += best[d];
-                matched[d] += 1;
+                matched[d] += u16::from(!stray);
                 focused[d] += u16::from(hit_fields[d] & OWN_FIELDS != 0);
                 in_name[d] += name_best[d];
                 in_summary[d] += summary_best[d];
@@ -325,6 +376,7 @@ impl SearchIndex {
                     * coverage(in_name[d], stats.name_words)
                         .max(coverage(in_summary[d], stats.summary_words));
             total += ACTION_WEIGHT * action[d];
+            total += OBJECT_WEIGHT * object[d];
             total += FOCUS_WEIGHT * f32::from(focused[d]) / known_groups.max(1) as f32;
             if query.wants_list && stats.lists {
                 total += LIST_BONUS;
@@ -335,16 +387,29 @@ impl SearchIndex {
             if stats.deprecated {
                 total *= DEPRECATED_FACTOR;
             }
+            if stats.destructive && !query.destroys {
+                total *= DESTRUCTIVE_FACTOR;
+            }
             hits.push((d, total));
         }
         let best = hits.iter().map(|(_, s)| *s).fold(0.0, f32::max);
         if known_groups == 0 || best < MIN_FIT_SCORE {
-            out.weak = known_groups > 0 && !hits.is_empty();
+            out.weak = (known_groups > 0 && !hits.is_empty()) || stray_groups > 0;
             hits.clear();
         }
         out.hits = hits;
         out.unmatched = unmatched;
         out
+    }
+
+    /// The rarity factor of a word (stemmed): as [`rarity`] over the indexed methods, the
+    /// highest for a word none of them has.
+    fn rarity_of(&self, word: &str) -> f32 {
+        let found = self
+            .vocabulary
+            .binary_search_by(|t| t.as_str().cmp(word))
+            .map_or(1, |i| self.postings[i].len());
+        rarity(found, self.docs.len().max(found + 1))
     }
 
     /// Vocabulary entries a query word matches: itself (factor 1) and words it starts (less).
@@ -364,49 +429,14 @@ impl SearchIndex {
     }
 }
 
-/// Distinct words of a name that are neither stopwords nor words of the connector name (all
-/// of them when that would leave none).
-fn own_count(words: &[String], connector: &[String]) -> u16 {
-    let own: Vec<String> = words
-        .iter()
-        .filter(|w| !connector.contains(w))
-        .cloned()
-        .collect();
-    if own.is_empty() {
-        content_count(words)
-    } else {
-        content_count(&own)
+/// The factor a word in `found` of `total` documents scores at: rarer words say more about
+/// which method is meant.
+fn rarity(found: usize, total: usize) -> f32 {
+    if total < 2 || found == 0 {
+        return 1.0;
     }
-}
-
-/// The word of a method name saying what it does: the first of its own words (not the
-/// connector's) when that is a verb (`move` in `move_file`, `navigate` in
-/// `browser_navigate`), else the second (`star` in `activity_star_repo`, after the namespace).
-fn action_word(name: &[String], connector: &[String]) -> Option<String> {
-    let own: Vec<&String> = name.iter().filter(|w| !connector.contains(w)).collect();
-    match own.as_slice() {
-        [first, ..] if verb_kind(first).is_some() => Some((*first).clone()),
-        [_, second, ..] => Some((*second).clone()),
-        [only] => Some((*only).clone()),
-        [] => None,
-    }
-}
-
-/// Whether a description says the method is deprecated (its first words, or a sentence
-/// starting "Deprecated").
-fn is_deprecated(description: &str) -> bool {
-    let lower = description.to_lowercase();
-    lower.starts_with("deprecated")
-        || lower.contains("deprecated:")
-        || lower.contains(". deprecated")
-        || lower.contains("(deprecated")
-}
-
-/// Distinct words of a field that are not stopwords (at least 1, to divide by).
-fn content_count(words: &[String]) -> u16 {
-    let distinct: std::collections::HashSet<&String> =
-        words.iter().filter(|w| !is_stopword(w)).collect();
-    distinct.len().clamp(1, u16::MAX as usize) as u16
+    let share = (total as f32 / found as f32).ln() / (total as f32).ln();
+    1.0 + RARITY_WEIGHT * (share - 0.5)
 }
 
 /// The share of a field's words that query words matched (synonyms and prefixes count less).
@@ -433,7 +463,12 @@ fn field_points(fields: u8) -> f32 {
 }
 
 /// Scores one document without an index (for snippets, which are few and change).
-pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32> {
+/// Query words are as rare as the index finds them, so snippets and methods score alike.
+pub(crate) fn score_unindexed(
+    query: &Query,
+    doc: &SearchDoc<'_>,
+    index: &SearchIndex,
+) -> Option<f32> {
     if query.is_empty() {
         return None;
     }
@@ -453,7 +488,16 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
     let mut in_name = 0f32;
     let mut in_summary = 0f32;
     let mut focused = 0f32;
-    for group in &query.groups {
+    let objects = object_words(&name, &[]);
+    let mut object = 0f32;
+    for (g, group) in query.groups.iter().enumerate() {
+        if query.object == Some(g) {
+            for (word, term_factor) in group {
+                if objects.contains(word) {
+                    object = object.max(*term_factor);
+                }
+            }
+        }
         let mut best = 0.0f32;
         let mut hit = 0u8;
         for (word, term_factor) in group {
@@ -467,7 +511,8 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
                     } else {
                         continue;
                     };
-                    best = best.max(field_points(*field) * factor * term_factor);
+                    let points = field_points(*field) * factor * term_factor;
+                    best = best.max(points * index.rarity_of(word));
                     hit |= field;
                 }
             }
@@ -484,6 +529,7 @@ pub(crate) fn score_unindexed(query: &Query, doc: &SearchDoc<'_>) -> Option<f32>
         return None;
     }
     total += FOCUS_WEIGHT * focused / query.groups.len().max(1) as f32;
+    total += OBJECT_WEIGHT * object;
     total += COVERAGE_WEIGHT
         * coverage(in_name, content_count(&name))
             .max(coverage(in_summary, content_count(&summary)));
@@ -499,34 +545,5 @@ pub(crate) fn round_score(score: f32) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn doc<'a>(name: &'a str, summary: &'a str) -> SearchDoc<'a> {
-        SearchDoc {
-            connector: "github",
-            name,
-            summary,
-            description: "",
-            parameters: &[],
-            http: None,
-        }
-    }
-
-    #[test]
-    fn short_queries_need_every_word() {
-        let index = SearchIndex::build([
-            doc("issues_create", "Create an issue"),
-            doc("issues_list", "List issues"),
-        ]);
-        let found = index.search(&Query::parse("create issue"));
-        assert_eq!(found.hits.len(), 1);
-        assert_eq!(found.hits[0].0, 0);
-    }
-
-    #[test]
-    fn prefixes_match_with_less_weight() {
-        let index = SearchIndex::build([doc("repos_get", "Get a repository"), doc("repo_x", "x")]);
-        assert_eq!(index.search(&Query::parse("repo")).hits.len(), 2);
-    }
-}
+#[path = "search_tests.rs"]
+mod tests;

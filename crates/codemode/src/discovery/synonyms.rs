@@ -10,7 +10,6 @@ pub(crate) const REWRITES: &[(&str, &[&str])] = &[
     ("mine", &["authenticated", "user"]),
     ("myself", &["authenticated", "user"]),
     ("i", &["authenticated", "user"]),
-    ("new", &["create"]),
     ("changed", &[]),
     ("org", &["organization"]),
     ("orgs", &["organization"]),
@@ -177,6 +176,7 @@ pub(crate) const SYNONYMS: &[(&str, &[&str])] = &[
     ("clear", &["delete", "remove"]),
     ("discard", &["delete", "remove"]),
     ("overwrite", &["write", "replace"]),
+    ("replace", &["edit", "update", "write", "set"]),
     ("execute", &["run", "evaluate"]),
     ("evaluate", &["run", "execute"]),
     ("invoke", &["run", "call"]),
@@ -187,7 +187,12 @@ pub(crate) const SYNONYMS: &[(&str, &[&str])] = &[
     ("previous", &["back"]),
     ("hit", &["press", "click"]),
     ("tap", &["click", "press"]),
-    ("enter", &["type", "input", "fill"]),
+    ("enter", &["type", "input", "fill", "key"]),
+    // Keys of a keyboard are keys.
+    ("escape", &["key"]),
+    ("esc", &["escape", "key"]),
+    ("backspace", &["key"]),
+    ("arrow", &["key"]),
     ("type", &["enter", "input", "write"]),
     ("wait", &["sleep", "pause"]),
     ("sleep", &["wait"]),
@@ -212,6 +217,7 @@ pub(crate) const SYNONYMS: &[(&str, &[&str])] = &[
     ("echo", &["repeat"]),
     ("query", &["search", "find"]),
     ("grep", &["search", "find"]),
+    ("new", &["create"]),
     // Nouns tools use, and the everyday words for them.
     ("folder", &["directory"]),
     ("directory", &["folder"]),
@@ -252,6 +258,7 @@ pub(crate) const SYNONYMS: &[(&str, &[&str])] = &[
     ("call", &["request", "invoke"]),
     ("dropdown", &["select", "option"]),
     ("whole", &["entire", "full", "complete"]),
+    ("everything", &["all", "entire", "whole", "full"]),
     ("entire", &["whole", "full", "complete"]),
     ("env", &["environment"]),
     ("environment", &["env"]),
@@ -272,6 +279,33 @@ pub(crate) const VERBS: &[&str] = &[
     "star", "unstar", "follow", "unfollow", "lock", "unlock", "cancel", "rerun", "dismiss",
     "approve", "assign", "transfer", "protect", "search", "render", "mark", "enable", "disable",
     "ask", "invite", "bring", "move", "copy", "block", "unblock",
+];
+
+/// Words after which a query says which one rather than what ("the relation *between two
+/// entities*", "entities *by name*").
+pub(crate) const PREPOSITIONS: &[&str] = &["between", "about", "by", "among"];
+
+/// Things whose contents a query may ask for, and what showing them takes.
+pub(crate) const CONTENTS_OF: &[(&[&str], &str)] = &[
+    (&["directory", "folder", "dir"], "list"),
+    (&["file", "document"], "read"),
+];
+
+/// Words between "contents" and the thing they are of ("the contents *of a* folder").
+pub(crate) const CONTENTS_GAP: &[&str] =
+    &["of", "a", "an", "the", "this", "that", "my", "our", "your"];
+
+/// Action words of methods that destroy something; such a method ranks lower unless the
+/// query asks to destroy (`remove`, `forget`, `clear`… through their synonyms).
+pub(crate) const DESTRUCTIVE_VERBS: &[&str] = &[
+    "delete",
+    "remove",
+    "destroy",
+    "erase",
+    "drop",
+    "purge",
+    "uninstall",
+    "cleanup",
 ];
 
 /// Verbs that only read.
