@@ -4,11 +4,10 @@
 //! connector is declared whole or not at all, and those left out are named with how to read
 //! them. Prints the sizes.
 
+mod support;
+
 use codemode::discovery::{estimated_tokens, Catalog, ConnectorInfo, DEFAULT_DESCRIPTION_TOKENS};
 use codemode::{Connector, ToolSpec};
-use codemode_mcp::{EnvValue, McpConfig, McpConnector, McpTransport};
-use std::collections::BTreeMap;
-use std::path::Path;
 
 /// (connector name, program in `fixtures/node_modules/.bin`, its arguments; `{root}` is a
 /// fresh folder the server may use).
@@ -17,28 +16,6 @@ const SERVERS: &[(&str, &str, &[&str])] = &[
     ("filesystem", "mcp-server-filesystem", &["{root}"]),
     ("memory", "mcp-server-memory", &[]),
 ];
-
-/// Starts one server over stdio, with its files kept in `root`.
-async fn start(name: &str, program: &Path, args: &[&str], root: &Path) -> McpConnector {
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.replace("{root}", &root.to_string_lossy()))
-        .collect();
-    let mut env = BTreeMap::new();
-    env.insert(
-        "MEMORY_FILE_PATH".to_string(),
-        EnvValue::Literal(root.join("memory.jsonl").to_string_lossy().into_owned()),
-    );
-    let transport = McpTransport::Stdio {
-        command: program.to_string_lossy().into_owned(),
-        args,
-        env,
-        cwd: Some(root.to_path_buf()),
-    };
-    McpConnector::connect(McpConfig::new(name, transport))
-        .await
-        .unwrap_or_else(|e| panic!("{name} starts and lists its tools: {e}"))
-}
 
 /// Whether every tool of `tools` is declared in `text` (`Some(true)`), none is
 /// (`Some(false)`), or only some are (`None`).
@@ -68,18 +45,10 @@ fn report(what: &str, catalog: &Catalog, description: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_description_keeps_to_its_budget_and_names_what_is_left_out() {
-    let mut programs = Vec::new();
-    for (name, bin, args) in SERVERS {
-        let Some(program) = codemode_testkit::npm_bin(bin) else {
-            return;
-        };
-        programs.push((*name, program, *args));
-    }
     let root = tempfile::tempdir().unwrap();
-    let mut connectors = Vec::new();
-    for (name, program, args) in &programs {
-        connectors.push(start(name, program, args, root.path()).await);
-    }
+    let Some(connectors) = support::start_npm_servers(SERVERS, root.path()).await else {
+        return;
+    };
     // What a runtime's catalogue holds of each (its instructions head its declarations).
     let infos: Vec<ConnectorInfo> = connectors
         .iter()

@@ -17,11 +17,8 @@ mod support;
 
 use codemode::discovery::{Catalog, ConnectorInfo};
 use codemode::Connector;
-use codemode_mcp::{EnvValue, McpConfig, McpConnector, McpTransport};
 use held_out_cases::HELD_OUT_CASES;
 use search_cases::MCP_CASES;
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Top-1 share the test requires over the MCP servers (it prints what it reached).
@@ -45,29 +42,6 @@ const SERVERS: &[(&str, &str, &[&str])] = &[
     ("kubernetes", "mcp-server-kubernetes", &[]),
     ("notion", "notion-mcp-server", &[]),
 ];
-
-/// Starts one server over stdio, with its files kept in `root`.
-async fn start(name: &str, program: &Path, args: &[&str], root: &Path) -> McpConnector {
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| a.replace("{root}", &root.to_string_lossy()))
-        .collect();
-    let mut env = BTreeMap::new();
-    let memory_file = root.join("memory.jsonl");
-    env.insert(
-        "MEMORY_FILE_PATH".to_string(),
-        EnvValue::Literal(memory_file.to_string_lossy().into_owned()),
-    );
-    let transport = McpTransport::Stdio {
-        command: program.to_string_lossy().into_owned(),
-        args,
-        env,
-        cwd: Some(root.to_path_buf()),
-    };
-    McpConnector::connect(McpConfig::new(name, transport))
-        .await
-        .unwrap_or_else(|e| panic!("{name} starts and lists its tools: {e}"))
-}
 
 /// What one set of cases reached: top-1 and top-3 hits of how many, and the misses.
 struct Figures {
@@ -184,21 +158,14 @@ fn assert_floors(what: &str, figures: &Figures, top1_floor: f64, top3_floor: f64
 
 #[tokio::test(flavor = "multi_thread")]
 async fn requests_in_a_models_words_find_what_was_meant_on_real_servers() {
-    let mut programs = Vec::new();
-    for (name, bin, args) in SERVERS {
-        let Some(program) = codemode_testkit::npm_bin(bin) else {
-            return;
-        };
-        programs.push((*name, program, *args));
-    }
     let root = tempfile::tempdir().unwrap();
-    let mut connectors = Vec::new();
-    let mut infos = Vec::new();
-    for (name, program, args) in &programs {
-        let connector = start(name, program, args, root.path()).await;
-        infos.push(ConnectorInfo::new(*name, connector.tools()));
-        connectors.push(connector);
-    }
+    let Some(connectors) = support::start_npm_servers(SERVERS, root.path()).await else {
+        return;
+    };
+    let infos: Vec<ConnectorInfo> = connectors
+        .iter()
+        .map(|c| ConnectorInfo::new(c.name(), c.tools()))
+        .collect();
     for connector in &connectors {
         connector.shutdown().await;
     }

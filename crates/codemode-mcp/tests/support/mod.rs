@@ -2,7 +2,9 @@
 #![allow(dead_code)]
 
 use codemode::CallContext;
-use codemode_mcp::{McpConfig, McpTransport};
+use codemode_mcp::{EnvValue, McpConfig, McpConnector, McpTransport};
+use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The test server built from `test-server/main.rs`.
@@ -50,4 +52,44 @@ pub async fn gone_within(pid: u32, limit: Duration) -> bool {
 /// `mcp-server-everything` from the fixtures, or `None` (after saying so) when not installed.
 pub fn everything() -> Option<String> {
     codemode_testkit::npm_bin("mcp-server-everything").map(|b| b.to_string_lossy().into_owned())
+}
+
+/// Starts each of `servers` (connector name, program in `fixtures/node_modules/.bin`, its
+/// arguments, where `{root}` is `root`) over stdio, with its files kept in `root`; `None` when
+/// the fixtures are not installed (outside CI: `npm_bin` fails under CI).
+pub async fn start_npm_servers(
+    servers: &[(&str, &str, &[&str])],
+    root: &Path,
+) -> Option<Vec<McpConnector>> {
+    let mut programs = Vec::new();
+    for (name, bin, args) in servers {
+        programs.push((*name, codemode_testkit::npm_bin(bin)?, *args));
+    }
+    let mut connectors = Vec::new();
+    for (name, program, args) in programs {
+        connectors.push(start_npm_server(name, &program, args, root).await);
+    }
+    Some(connectors)
+}
+
+/// Starts one server over stdio, with its files kept in `root`.
+async fn start_npm_server(name: &str, program: &Path, args: &[&str], root: &Path) -> McpConnector {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("{root}", &root.to_string_lossy()))
+        .collect();
+    let mut env = BTreeMap::new();
+    env.insert(
+        "MEMORY_FILE_PATH".to_string(),
+        EnvValue::Literal(root.join("memory.jsonl").to_string_lossy().into_owned()),
+    );
+    let transport = McpTransport::Stdio {
+        command: program.to_string_lossy().into_owned(),
+        args,
+        env,
+        cwd: Some(root.to_path_buf()),
+    };
+    McpConnector::connect(McpConfig::new(name, transport))
+        .await
+        .unwrap_or_else(|e| panic!("{name} starts and lists its tools: {e}"))
 }
