@@ -21,8 +21,8 @@
 //! file does not set), the write included: an N of 10,000 or more makes 9,999 reads.
 //!
 //! `CODEMODE_BENCH_SCALE_N` sets the sizes (default `1,100,1000,10000`);
-//! `CODEMODE_BENCH_SCALE_REPEAT` the samples per size (default 3; ten times as many under 1,000
-//! reads; medians are printed), after one round that is not counted (it compiles each size's
+//! `CODEMODE_BENCH_SCALE_REPEAT` the samples per size (default 3; times 10,000 / reads, from 1
+//! to 10 times, so that small sizes rest on about as many reads; medians are printed), after one round that is not counted (it compiles each size's
 //! code once). The sizes take turns, so a change in the machine's speed reaches them alike.
 //! `CODEMODE_BENCH_BASELINE=/path/to/an/older/codemode` also starts that build and takes every
 //! sample from both servers in turn (alternating which goes first), printing a table for each.
@@ -42,13 +42,25 @@ const MAX_CALLS: usize = 10_000;
 const TRIVIAL_CHUNK: usize = 50;
 /// Chunks of trivial runs per server.
 const TRIVIAL_CHUNKS: usize = 5;
-/// Sizes with fewer reads than this take `SMALL_FACTOR` times the samples: their figures are
-/// differences of a few hundred microseconds, which one sample's noise would swamp.
-const SMALL_READS: usize = 1_000;
-/// How many times the samples a small size takes.
-const SMALL_FACTOR: usize = 10;
+/// The most times the samples a small size takes: a size takes this many times the samples, or
+/// as many times as it has fewer reads than 10,000 if that is less, so that its figures
+/// (differences of a few hundred microseconds for the smallest) rest on about as many reads as
+/// the largest size's.
+const MAX_FACTOR: usize = 10;
 /// Server CPU under which 10 ms count as idle.
 const IDLE_NS: u64 = 100_000;
+
+/// How many times the samples of one size an execution of `reads` reads takes.
+fn factor_for(reads: usize) -> usize {
+    (MAX_CALLS / reads.max(1)).clamp(1, MAX_FACTOR)
+}
+
+/// Whether a size of `reads` reads takes a sample in round `round` (of `repeat` times
+/// `MAX_FACTOR`): a size with a smaller factor takes its samples spread over the rounds.
+fn sampled_in(reads: usize, round: usize, repeat: usize) -> bool {
+    let every = MAX_FACTOR / factor_for(reads);
+    round % every == 0 && round / every < repeat * factor_for(reads)
+}
 
 /// The reads an execution of size `n` makes before its write.
 fn reads_for(n: usize) -> usize {
@@ -192,6 +204,7 @@ fn ms(d: Duration) -> String {
 
 /// The medians of one subject's samples of one size.
 struct Row {
+    samples: usize,
     first_cpu: Duration,
     first_wall: Duration,
     replay_cpu: Duration,
@@ -202,6 +215,7 @@ impl Row {
     fn of(samples: &[Sample]) -> Row {
         let pick = |f: fn(&Sample) -> Duration| median(samples.iter().map(f).collect());
         Row {
+            samples: samples.len(),
             first_cpu: pick(|s| s.first_cpu),
             first_wall: pick(|s| s.first_wall),
             replay_cpu: pick(|s| s.replay_cpu),
@@ -219,9 +233,10 @@ fn print_table(label: &str, trivial: Duration, zero: &Row, rows: &[(usize, Row)]
         us(zero.replay_cpu)
     );
     println!(
-        "  {:>6} {:>6} | {:>14} {:>14} {:>7} | {:>14} {:>15} | {:>11} {:>10} | {:>12} {:>12}",
+        "  {:>6} {:>6} {:>7} | {:>14} {:>14} {:>7} | {:>14} {:>15} | {:>11} {:>10} | {:>12} {:>12}",
         "N",
         "reads",
+        "samples",
         "first µs/call",
         "replay µs/call",
         "ratio",
@@ -240,9 +255,10 @@ fn print_table(label: &str, trivial: Duration, zero: &Row, rows: &[(usize, Row)]
         let replay = per_call(row.replay_cpu);
         let ratio = replay.as_secs_f64() / first.as_secs_f64().max(1e-12);
         println!(
-            "  {:>6} {:>6} | {:>14} {:>14} {:>7.2} | {:>14} {:>15} | {:>11} {:>10} | {:>12} {:>12}",
+            "  {:>6} {:>6} {:>7} | {:>14} {:>14} {:>7.2} | {:>14} {:>15} | {:>11} {:>10} | {:>12} {:>12}",
             n,
             reads,
+            row.samples,
             us(first),
             us(replay),
             ratio,
@@ -256,8 +272,18 @@ fn print_table(label: &str, trivial: Duration, zero: &Row, rows: &[(usize, Row)]
     }
 }
 
+/// The machine's load averages, from `/proc/loadavg` (empty if it cannot be read).
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn main() {
     let sizes = sizes();
+    let load_before = load_average();
     let repeat: usize = load::env_number("CODEMODE_BENCH_SCALE_REPEAT", 3).max(1);
     let dir = tempfile::tempdir().unwrap();
     let mut subjects = vec![Subject::start(
@@ -295,9 +321,9 @@ fn main() {
 
     // samples[subject][size] in the order of `all_reads`.
     let mut samples = vec![vec![Vec::new(); all_reads.len()]; n];
-    for round in 0..repeat * SMALL_FACTOR {
+    for round in 0..repeat * MAX_FACTOR {
         for (s, &reads) in all_reads.iter().enumerate() {
-            if reads >= SMALL_READS && round % SMALL_FACTOR != 0 {
+            if !sampled_in(reads, round, repeat) {
                 continue;
             }
             for k in 0..n {
@@ -308,8 +334,7 @@ fn main() {
     }
 
     println!(
-        "codemode: one execution of N reads (tasks.list_tasks) then one write that pauses (tasks.create_task), over HTTP (keep-alive, loopback), SQLite, sandbox processes; median of {repeat} per size ({} under {SMALL_READS} reads)",
-        repeat * SMALL_FACTOR
+        "codemode: one execution of N reads (tasks.list_tasks) then one write that pauses (tasks.create_task), over HTTP (keep-alive, loopback), SQLite, sandbox processes; medians of {repeat} samples per size times 10,000 / reads (1 to {MAX_FACTOR}), sizes taking turns"
     );
     println!(
         "  first pass: POST /api/run until paused, N reads recorded; replay: the approval until completed (the N reads replayed from the log, then the write)"
@@ -319,6 +344,11 @@ fn main() {
         TRIVIAL_CHUNK * TRIVIAL_CHUNKS
     );
     println!("  marginal = (CPU - the same request with no reads) / reads: one more read's cost");
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!(
+        "  machine: {cores} cores, load average {load_before} before, {} after",
+        load_average()
+    );
     if sizes.iter().any(|&s| reads_for(s) != s) {
         println!(
             "  an N of {MAX_CALLS} or more makes {} reads: the runtime's max_calls ({MAX_CALLS} calls per execution, the write included) is not set by the config file",
