@@ -59,7 +59,7 @@ fn factor_for(reads: usize) -> usize {
 /// `MAX_FACTOR`): a size with a smaller factor takes its samples spread over the rounds.
 fn sampled_in(reads: usize, round: usize, repeat: usize) -> bool {
     let every = MAX_FACTOR / factor_for(reads);
-    round % every == 0 && round / every < repeat * factor_for(reads)
+    round.is_multiple_of(every) && round / every < repeat * factor_for(reads)
 }
 
 /// The reads an execution of size `n` makes before its write.
