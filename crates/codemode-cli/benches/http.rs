@@ -217,41 +217,6 @@ fn otlp_sink() -> String {
     base
 }
 
-/// The CPU time all threads of process `pid` and of its child processes (the sandbox
-/// processes) have run so far, in nanoseconds (threads and processes that have ended are not
-/// counted; 0 if it cannot be read).
-fn cpu_ns(pid: u32) -> u64 {
-    let children: u64 = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&child| parent_of(child) == Some(pid))
-        .map(threads_cpu_ns)
-        .sum();
-    threads_cpu_ns(pid) + children
-}
-
-/// The parent of process `pid`, from `/proc/<pid>/stat`.
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may hold spaces: the fields follow the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// The CPU time all live threads of process `pid` have run so far, in nanoseconds.
-fn threads_cpu_ns(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .filter_map(Result::ok)
-        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
-        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
-}
-
 /// Trivial runs a server makes in one turn of the CPU measurement.
 const CPU_CHUNK: usize = 250;
 
@@ -270,12 +235,12 @@ fn cpu_per_run(
             let i = (chunk + k) % n;
             let subject = &mut subjects[i];
             let pid = subject.server.child.id();
-            let before = cpu_ns(pid);
+            let before = load::cpu_ns(pid);
             for _ in 0..per_chunk {
                 let out = subject.client.run(code);
                 assert_eq!(out["status"], "completed", "{out}");
             }
-            spent[i] += cpu_ns(pid).saturating_sub(before);
+            spent[i] += load::cpu_ns(pid).saturating_sub(before);
         }
     }
     let runs = (chunks * per_chunk).max(1) as u64;

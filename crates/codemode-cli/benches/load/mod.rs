@@ -1,6 +1,6 @@
 //! What the HTTP benchmarks share beside the test helpers: a CPU hog on every core, an
-//! asynchronous keep-alive client for many connections at once, a server's resident memory,
-//! and reading the benchmarks' environment variables.
+//! asynchronous keep-alive client for many connections at once, a server's resident memory
+//! and CPU time, and reading the benchmarks' environment variables.
 
 #![allow(dead_code)]
 
@@ -64,6 +64,41 @@ pub fn rss_kib(pid: u32) -> u64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
+}
+
+/// The CPU time all threads of process `pid` and of its child processes (the sandbox
+/// processes) have run so far, in nanoseconds (threads and processes that have ended are not
+/// counted; 0 if it cannot be read).
+pub fn cpu_ns(pid: u32) -> u64 {
+    let children: u64 = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&child| parent_of(child) == Some(pid))
+        .map(threads_cpu_ns)
+        .sum();
+    threads_cpu_ns(pid) + children
+}
+
+/// The parent of process `pid`, from `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: the fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The CPU time all live threads of process `pid` have run so far, in nanoseconds.
+fn threads_cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// An answer: the status code, a header the caller asked for, and the body as JSON
