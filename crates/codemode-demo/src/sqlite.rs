@@ -147,20 +147,29 @@ impl TaskDb {
         self.blocking(f, false).await
     }
 
-    /// Every task and note, read in one snapshot.
+    /// Every task and note, read in one snapshot (a read transaction whose `BEGIN` and `COMMIT`
+    /// are cached statements: parsing them anew cost as much as the two reads).
     pub async fn list(&self) -> Result<Value, ToolError> {
         self.read(|c| {
-            let snapshot = c.transaction()?;
-            let tasks = snapshot
-                .prepare_cached("SELECT id, title, done FROM demo_tasks ORDER BY id")?
-                .query_map([], task_json)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let notes = snapshot
-                .prepare_cached("SELECT id, text FROM demo_notes ORDER BY id")?
-                .query_map([], note_json)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            snapshot.commit()?;
-            Ok(json!({"tasks": tasks, "notes": notes}))
+            c.prepare_cached("BEGIN")?.execute([])?;
+            let read = (|| -> rusqlite::Result<Value> {
+                let tasks = c
+                    .prepare_cached("SELECT id, title, done FROM demo_tasks ORDER BY id")?
+                    .query_map([], task_json)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                let notes = c
+                    .prepare_cached("SELECT id, text FROM demo_notes ORDER BY id")?
+                    .query_map([], note_json)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok(json!({"tasks": tasks, "notes": notes}))
+            })();
+            // A failed read ends its snapshot too; its error is the one reported.
+            let end = c
+                .prepare_cached(if read.is_ok() { "COMMIT" } else { "ROLLBACK" })
+                .and_then(|mut s| s.execute([]));
+            let value = read?;
+            end?;
+            Ok(value)
         })
         .await
     }
