@@ -19,6 +19,11 @@ pub struct ServeArgs {
     /// Serve MCP over stdin/stdout instead of HTTP.
     #[arg(long)]
     pub stdio: bool,
+    /// Without tokens, also serve requests a reverse proxy on this machine relays (they carry
+    /// Forwarded, X-Forwarded-For or X-Real-IP); that proxy must admit only clients you mean
+    /// to serve, as each is served with every right.
+    #[arg(long)]
+    pub behind_local_proxy: bool,
 }
 
 /// Runs the server until Ctrl-C (or, with `--stdio`, until the client leaves).
@@ -51,6 +56,7 @@ pub async fn wrap(
     let args = ServeArgs {
         listen: None,
         stdio: true,
+        behind_local_proxy: false,
     };
     let wrapped = app::quote(&format!("{name}={}", command.join(" ")));
     let flags = format!("{} --mcp {wrapped}", app::again_flags(&settings, common));
@@ -94,6 +100,9 @@ async fn serve_with(
         max_batch: runtime.max_batch(),
         ..ServerOptions::default()
     };
+    if args.behind_local_proxy {
+        options = options.behind_local_proxy();
+    }
     if args.stdio {
         tracing::info!(store = %app.store_label, "serving MCP over stdio");
         return Ok(codemode_server::serve_stdio(runtime, options).await?);

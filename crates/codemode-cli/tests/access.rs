@@ -540,3 +540,27 @@ fn with_elicitation_off_accepting_it_approves_nothing() {
     let id = result["structuredContent"]["executionId"].as_str().unwrap();
     assert_eq!(status_of(&server.base, None, id)["status"], "paused");
 }
+
+#[test]
+fn a_request_a_local_proxy_relayed_is_served_only_with_behind_local_proxy() {
+    let relayed = [("X-Forwarded-For", "203.0.113.7")];
+    // Without the flag: refused, naming the flag that serves it.
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &["--demo"], &[]);
+    let (status, _, v) = request(&server.base, "GET", "/api/executions", &relayed, None);
+    assert_eq!(status, 403, "{v}");
+    let message = v.to_string();
+    assert!(message.contains("relayed by a proxy"), "{message}");
+    assert!(
+        message.contains("codemode serve --behind-local-proxy"),
+        "{message}"
+    );
+    drop(server);
+    // With it: the relayed request is served, and so is one from loopback itself.
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &["--demo", "--behind-local-proxy"], &[]);
+    let (status, _, v) = request(&server.base, "GET", "/api/executions", &relayed, None);
+    assert_eq!(status, 200, "{v}");
+    let (status, _, v) = request(&server.base, "GET", "/api/executions", &[], None);
+    assert_eq!(status, 200, "{v}");
+}

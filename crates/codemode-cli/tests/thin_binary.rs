@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 /// non-test lines of the terminal's own modules that moved here from `codemode-server`
 /// (`output.rs`, 348: what the terminal prints; `progress.rs`, 81: the start-up spinner),
 /// plus 13 lines of wiring for `codemode openapi` through the kinds registry, the demo's own
-/// file and `approvals.max_batch`.
-const BUDGET: usize = 1_642;
+/// file and `approvals.max_batch`, and 9 for `serve --behind-local-proxy`.
+const BUDGET: usize = 1_651;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

@@ -44,7 +44,7 @@ const RELAYED: [HeaderName; 3] = [
 const FIX: &str = "configure bearer tokens (ServerOptions::tokens; `codemode serve --token-env VAR` or [auth.tokens.NAME] in codemode.toml), or, if the host authenticates every request itself before the router, mount it with ServerOptions::host_authenticated()";
 
 /// How a host serves the requests its own proxy relays, said when one is refused.
-const FIX_RELAYED: &str = "if that proxy is the host's own and admits only clients it means to serve, mount the router with ServerOptions::behind_local_proxy()";
+const FIX_RELAYED: &str = "if that proxy is the host's own and admits only clients it means to serve, mount the router with ServerOptions::behind_local_proxy() (`codemode serve --behind-local-proxy`)";
 
 /// Set once the missing peer address was logged, so a misconfigured host is told once.
 static TOLD_NO_PEER: AtomicBool = AtomicBool::new(false);
