@@ -25,7 +25,8 @@ const BRANCHING: &str = r#"async () => {
   return { branch, r, t, when, text, after: Date.now(), draw: Math.random() };
 }"#;
 
-async fn twenty_runs_keep_their_branch(store: Arc<dyn Store>, name: &str) {
+/// A runtime named `name` on `store` with the QuickJS executor and one probe connector, `probe`.
+fn probe_runtime(store: Arc<dyn Store>, name: &str) -> (Probe, Runtime) {
     let probe = Probe::default();
     let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
     let runtime = Runtime::builder(store, executor)
@@ -33,6 +34,11 @@ async fn twenty_runs_keep_their_branch(store: Arc<dyn Store>, name: &str) {
         .connector(probe.connector("probe"))
         .build()
         .unwrap();
+    (probe, runtime)
+}
+
+async fn twenty_runs_keep_their_branch(store: Arc<dyn Store>, name: &str) {
+    let (probe, runtime) = probe_runtime(store, name);
     let mut branches = std::collections::BTreeMap::<String, u32>::new();
     for run in 0..20 {
         let outcome = runtime.call(BRANCHING).await.unwrap();
@@ -72,13 +78,7 @@ const AFTER_A_STEP: &str = r#"async () => {
 }"#;
 
 async fn a_step_keeps_what_follows_it_in_place(store: Arc<dyn Store>, name: &str) {
-    let probe = Probe::default();
-    let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
-    let runtime = Runtime::builder(store, executor)
-        .name(name)
-        .connector(probe.connector("probe"))
-        .build()
-        .unwrap();
+    let (probe, runtime) = probe_runtime(store, name);
     let outcome = runtime.call(AFTER_A_STEP).await.unwrap();
     let Outcome::Paused {
         execution_id,
@@ -134,15 +134,10 @@ async fn time_and_chance_replay_across_an_approval_on_postgres() {
 /// come from: arguments, statics, `instanceof`, subclasses and replacements behave as usual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn date_and_random_behave_as_the_engines_do() {
-    let probe = Probe::default();
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(codemode_sqlite::SqliteStore::open(dir.path().join("codemode.db")).unwrap());
-    let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
-    let runtime = Runtime::builder(store, executor)
-        .connector(probe.connector("probe"))
-        .build()
-        .unwrap();
+    let (probe, runtime) = probe_runtime(store, "default");
     let cases: &[(&str, Value)] = &[
         ("new Date(0).toISOString()", "1970-01-01T00:00:00.000Z".into()),
         ("new Date(2020, 0, 2).getFullYear()", 2020.into()),
