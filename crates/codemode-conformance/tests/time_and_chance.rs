@@ -26,19 +26,18 @@ const BRANCHING: &str = r#"async () => {
 }"#;
 
 /// A runtime named `name` on `store` with the QuickJS executor and one probe connector, `probe`.
-fn probe_runtime(store: Arc<dyn Store>, name: &str) -> (Probe, Runtime) {
+fn probe_runtime(store: Arc<dyn Store>, name: &str) -> Runtime {
     let probe = Probe::default();
     let executor = Arc::new(codemode_quickjs::QuickJsExecutor::new(Default::default()));
-    let runtime = Runtime::builder(store, executor)
+    Runtime::builder(store, executor)
         .name(name)
         .connector(probe.connector("probe"))
         .build()
-        .unwrap();
-    (probe, runtime)
+        .unwrap()
 }
 
 async fn twenty_runs_keep_their_branch(store: Arc<dyn Store>, name: &str) {
-    let (probe, runtime) = probe_runtime(store, name);
+    let runtime = probe_runtime(store, name);
     let mut branches = std::collections::BTreeMap::<String, u32>::new();
     for run in 0..20 {
         let outcome = runtime.call(BRANCHING).await.unwrap();
@@ -78,7 +77,7 @@ const AFTER_A_STEP: &str = r#"async () => {
 }"#;
 
 async fn a_step_keeps_what_follows_it_in_place(store: Arc<dyn Store>, name: &str) {
-    let (probe, runtime) = probe_runtime(store, name);
+    let runtime = probe_runtime(store, name);
     let outcome = runtime.call(AFTER_A_STEP).await.unwrap();
     let Outcome::Paused {
         execution_id,
@@ -137,7 +136,7 @@ async fn date_and_random_behave_as_the_engines_do() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(codemode_sqlite::SqliteStore::open(dir.path().join("codemode.db")).unwrap());
-    let (probe, runtime) = probe_runtime(store, "default");
+    let runtime = probe_runtime(store, "default");
     let cases: &[(&str, Value)] = &[
         ("new Date(0).toISOString()", "1970-01-01T00:00:00.000Z".into()),
         ("new Date(2020, 0, 2).getFullYear()", 2020.into()),
